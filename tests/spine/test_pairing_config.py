@@ -69,6 +69,21 @@ async def unbinding_done() -> None:
     await asyncio.gather(*tasks, return_exceptions=True)
 
 
+def delete_fails_once(roost: Roost) -> asyncio.Event:
+    """The pairing store's first `revoke_bindings` fails (a disk error, after the audit);
+    the event is set as it fails, the later calls delete as the store does."""
+    revoke, failed = roost.pairing.revoke_bindings, asyncio.Event()
+
+    async def failing_once(bindings: Collection[Binding]) -> list[Binding]:
+        if not failed.is_set():
+            failed.set()  # a retry waits from here
+            raise OSError(5, "Input/output error")
+        return await revoke(bindings)
+
+    roost.pairing.revoke_bindings = failing_once  # type: ignore[method-assign]
+    return failed
+
+
 async def test_a_reload_without_the_tenant_removes_its_pairings_for_good(
     home: Path, clock: Clock
 ) -> None:
@@ -457,20 +472,13 @@ async def test_a_tenant_configured_again_while_a_failed_delete_waits_is_removed_
     )
     try:
         await paired(roost)
-        revoke, bound_to = roost.pairing.revoke_bindings, roost.pairing.bound_to
-        failed, tries = asyncio.Event(), []
-
-        async def failing_once(bindings: Collection[Binding]) -> list[Binding]:
-            if not failed.is_set():
-                failed.set()  # the retry waits from here, before this test runs again
-                raise OSError(5, "Input/output error")
-            return await revoke(bindings)
+        bound_to, tries = roost.pairing.bound_to, []
+        failed = delete_fails_once(roost)
 
         async def counted(tenants: Collection[str]) -> list[Binding]:
             tries.append(tenants)
             return await bound_to(tenants)
 
-        roost.pairing.revoke_bindings = failing_once  # type: ignore[method-assign]
         roost.pairing.bound_to = counted  # type: ignore[method-assign]
         hooks = [h for h in reload_hooks(roost, 0.0, retry_s=0.0) if "tenants" in h.live]
         for hook in hooks:
@@ -512,14 +520,8 @@ async def test_a_pairing_made_after_the_tenant_came_back_outlives_the_removal_s_
     )
     try:
         await paired(roost)  # 111 -> alice
-        revoke, bound_to = roost.pairing.revoke_bindings, roost.pairing.bound_to
-        failed, go_on, tries = asyncio.Event(), asyncio.Event(), []
-
-        async def failing_once(bindings: Collection[Binding]) -> list[Binding]:
-            if not failed.is_set():
-                failed.set()
-                raise OSError(5, "Input/output error")
-            return await revoke(bindings)
+        bound_to, go_on, tries = roost.pairing.bound_to, asyncio.Event(), []
+        failed = delete_fails_once(roost)
 
         async def gated(tenants: Collection[str]) -> list[Binding]:
             tries.append(tenants)
@@ -527,7 +529,6 @@ async def test_a_pairing_made_after_the_tenant_came_back_outlives_the_removal_s_
                 await go_on.wait()  # the retry: once she has paired
             return await bound_to(tenants)
 
-        roost.pairing.revoke_bindings = failing_once  # type: ignore[method-assign]
         roost.pairing.bound_to = gated  # type: ignore[method-assign]
         hooks = [h for h in reload_hooks(roost, 0.0, retry_s=0.0) if "tenants" in h.live]
         for hook in hooks:
@@ -563,16 +564,7 @@ async def test_a_binding_audited_revoked_is_not_audited_by_a_later_removal_eithe
     )
     try:
         await paired(roost)
-        revoke = roost.pairing.revoke_bindings
-        failed = asyncio.Event()
-
-        async def failing_once(bindings: Collection[Binding]) -> list[Binding]:
-            if not failed.is_set():
-                failed.set()
-                raise OSError(5, "Input/output error")
-            return await revoke(bindings)
-
-        roost.pairing.revoke_bindings = failing_once  # type: ignore[method-assign]
+        failed = delete_fails_once(roost)
         hooks = [h for h in reload_hooks(roost, 0.0, retry_s=3600.0) if "tenants" in h.live]
         for hook in hooks:
             hook.apply(configured(home, "bob"))
