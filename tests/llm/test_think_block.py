@@ -27,13 +27,13 @@ CASES = [
     ("  ", "  "),
     ("<think>never closed, all reasoning", ""),
     ("<think>x</thin", ""),
-    ("<think>a<think>b</think>c</think>answer", "answer"),  # nested: none of it shown
-    ("<think><think></think></think>\n\nHi", "Hi"),
-    ("<think>a<think>b</think>c</think>d</think>e", "d</think>e"),
-    # a reasoning that names the tag: the answer after the first close, at the end
+    # the first `</think>` ends the block, as vLLM's and SGLang's parsers read it
+    ("<think>a<think>b</think>c</think>answer", "c</think>answer"),
+    ("<think><think></think></think>\n\nHi", "</think>\n\nHi"),
+    ("<think>a<think>b</think>c</think>d</think>e", "c</think>d</think>e"),
     ("<think>They ask about <think> tags.</think>\n\nIt opens <think>", "It opens <think>"),
     ("<think>a<think>b</think>c", "c"),  # cut off nested: as the first close reads it
-    ("<think><think>b</think>c</think>d", "d"),
+    ("<think><think>b</think>c</think>d", "c</think>d"),
     ("", ""),
 ]
 
@@ -119,31 +119,26 @@ async def test_the_backend_ends_a_looping_block_with_an_error_the_person_sees(
     assert "kept reasoning past 160,000 characters" in info.value.user_message
 
 
-def test_a_nested_block_is_hidden_as_it_streams() -> None:
-    """s40 carried over: `<think>a<think>b</think>c</think>answer` showed
-    `c</think>answer`; the block ends at the close of its first tag, and the answer
-    streams from there."""
-    block = ThinkBlock()
-    assert block.feed("<think>a<think>b</think>c") == ""
-    assert block.feed("</think>\n\nHello") == "Hello"
-    assert block.feed(" there") == " there"
-    assert block.finish() == ""
-
-
-def test_a_block_that_names_the_tag_shows_its_answer_at_the_end() -> None:
-    """The depth never gets back to 0: what follows the first `</think>` is held, within
-    the block's allowance, and is the answer once the stream ends."""
+def test_the_answer_after_the_first_close_streams_as_it_comes() -> None:
+    """The first `</think>` ends the block: what follows streams at once, the rest of a
+    reasoning that quoted the tag included (session 41 held it to the end, and cut it
+    to the text after the last `</think>` once the tags did not balance)."""
     block = ThinkBlock(limit=100)
     assert block.feed("<think>They ask what <think> does.</think>\n") == ""
-    assert block.feed("\nIt opens the reasoning") == ""  # depth 1: the answer is held
-    assert block.feed(", hidden from you.") == ""
-    assert block.finish() == "It opens the reasoning, hidden from you."
-    held = ThinkBlock(limit=100)
-    assert held.feed("<think><think></think>" + "x" * 85) == ""  # 100: its allowance
-    # past it, what is held is not held longer: it and what follows stream as the answer
-    assert held.feed("x" * 10) == "x" * 95
-    assert held.feed("</think>y") == "</think>y"
-    assert held.finish() == ""
+    assert block.feed("\nIt opens the reasoning") == "It opens the reasoning"
+    assert block.feed(", ended by </think>.") == ", ended by </think>."
+    assert block.finish() == ""
+    nested = ThinkBlock()
+    assert nested.feed("<think>a<think>b</think>c") == "c"
+    assert nested.feed("</think>\n\nHello") == "</think>\n\nHello"
+
+
+def test_a_looping_block_that_quoted_the_tag_streams_from_its_first_close() -> None:
+    """atk2 s41 #3: past the allowance such a block streamed only then; the first close
+    ended it, so what follows is the answer's from there, cut by the reply's own limit."""
+    block = ThinkBlock(limit=100)
+    assert block.feed("<think>quote <think>x</think>") == ""
+    assert block.feed("loop " * 50) == "loop " * 50
 
 
 def test_only_the_blocks_allowance_is_looked_at() -> None:
@@ -163,7 +158,8 @@ def test_only_the_blocks_allowance_is_looked_at() -> None:
     assert within.feed("<think>" + "x" * 100 + "</think>answer") == "answer"
 
 
-# atk s41 #3: the answer itself names the tags (s40's first close showed all of it)
+# atk s41 #3 and atk2 s41 #1, #2: the answer itself names the tags; the first close
+# shows all of it whatever the tags before it
 NAMING = [
     (
         "<think>The user asks what <think> does. I'll explain.</think>"
@@ -184,7 +180,17 @@ NAMING = [
         "<think>I must not print </think> early. secret plan: upsell</think>Answer.",
         "early. secret plan: upsell</think>Answer.",  # s40's reading, as before
     ),
-    ("<think>a<think>b</think>c</think>Answer.", "Answer."),
+    ("<think>a<think>b</think>c</think>Answer.", "c</think>Answer."),
+    (  # atk2 s41 #1: the depth count showed only ". Then it answers."
+        "<think>The user asks about <think>.</think>A reasoning model writes its thoughts "
+        "first; the block ends with </think>. Then it answers.",
+        "A reasoning model writes its thoughts first; the block ends with </think>. "
+        "Then it answers.",
+    ),
+    (  # atk2 s41 #2: the reasoning quotes a pair, then names the opening tag alone
+        "<think>Compare `<think>x</think>`, and <think> alone. More.</think>The answer.",
+        "`, and <think> alone. More.</think>The answer.",
+    ),
     (
         "<think>User wrote <think>. Hmm.</think> is the closer. Private: user seems angry, "
         "flatter them",
