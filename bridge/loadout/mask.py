@@ -511,7 +511,7 @@ class _View(_Back):
         if not decoded:  # most texts
             self.canon = ""
             return
-        if hidden and self.dropped:  # the text's own too (two scans: one pattern is slower)
+        if hidden:  # the text's own too (two scans: one pattern is slower)
             decoded += ((m, "") for m in _HIDDEN_BMP.finditer(text))
             if _may_be_astral(text):
                 decoded += ((m, "") for m in _HIDDEN_ASTRAL.finditer(text))

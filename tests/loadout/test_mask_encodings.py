@@ -385,3 +385,25 @@ def test_a_stream_masks_what_the_whole_text_masks_across_spaces_and_earlier_text
     assert value.mask(text) == "id \uff38\uff39[vault:V] end"
     for size in (1, 2, 5):
         assert _streamed(value, text, size) == "id \uff38\uff39[vault:V] end", size
+
+
+def test_an_escaped_character_next_to_a_raw_invisible_one_is_masked() -> None:
+    """atk2 s41 #4: an escape of a visible character (`&uuml;`, `&nbsp;`, `\\n`, `&#47;`)
+    and a raw invisible character in the same value (German HTML with a soft hyphen, a
+    `json.dumps`'d passphrase holding a zero-width space) reached the model whole: the
+    text's own invisible characters were read away only beside an escaped invisible one."""
+    cases = [
+        ("Grüße-Kätzchen-42", "<p>Gr&uuml;&szlig;e-K&auml;tz\u00adchen-42</p>", "<p>[]</p>"),
+        ("correct horse battery staple", "pw correct&nbsp;horse battery sta\u00adple.", "pw []."),
+        (
+            "correct horse battery staple",
+            '{"n": "correct\\nhorse battery sta\u200bple"}',
+            '{"n": "[]"}',
+        ),
+        ("ghp_R8x2Kq9LmZ4v/T7wYb1Nc6", "tok ghp_R8x2Kq9LmZ4v&#47;T7wYb1\u00adNc6 e", "tok [] e"),
+    ]
+    for value, text, masked in cases:
+        masker = Masker({"V": value})
+        assert masker.mask(text) == masked.replace("[]", "[vault:V]"), text
+        for size in (1, 4, 9):
+            assert _streamed(masker, text, size) == masked.replace("[]", "[vault:V]"), size
