@@ -75,7 +75,8 @@ _ESCAPE = re.compile(r"%[0-9A-F]{2}")
 # surrogate pair's two of them as one: `json.dumps` of a character past U+FFFF),
 # Python `\xHH`, a backslash escape (PHP's JSON writes `/` as `\/`), an HTML/XML
 # numeric or named entity (`&#43;`, `&#x2F;`, `&amp;`), an ASCII %XX in either case, the
-# %XX bytes of one UTF-8 character (`%EF%BC%B2`, a fullwidth "R").
+# %XX bytes of one UTF-8 character (`%EF%BC%B2`, a fullwidth "R"), Python's `\UXXXXXXXX`
+# (`ascii()` or `repr` of a character past U+FFFF: math-bold letters, a tag).
 _ESCAPES = re.compile(
     r"\\u(?:([dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2})|([0-9a-fA-F]{4}))"
     r"|\\x([0-9a-fA-F]{2})|\\([\"\\/'bfnrt])"
@@ -83,11 +84,12 @@ _ESCAPES = re.compile(
     r"|%(?:([0-7][0-9a-fA-F])"
     r"|([cdCD][0-9a-fA-F]%[89abAB][0-9a-fA-F]|[eE][0-9a-fA-F](?:%[89abAB][0-9a-fA-F]){2}"
     r"|[fF][0-7](?:%[89abAB][0-9a-fA-F]){3}))"
+    r"|\\U(00(?:0[0-9a-fA-F]|10)[0-9a-fA-F]{4})"
 )
 # The start of an escape that more text could complete (held back when streaming).
 _PARTIAL = re.compile(
     r"(?:\\u[dD][89abAB][0-9a-fA-F]{2}(?:\\u?[0-9a-fA-F]{0,3})?"
-    r"|\\(?:u[0-9a-fA-F]{0,3}|x[0-9a-fA-F]?)?"
+    r"|\\(?:u[0-9a-fA-F]{0,3}|x[0-9a-fA-F]?|U[0-9a-fA-F]{0,7})?"
     r"|&(?:#[xX]?[0-9a-fA-F]{0,6}|[A-Za-z][A-Za-z0-9]{0,31})?|%[0-9a-fA-F]?"
     r"|%[c-fC-F][0-9a-fA-F](?:%[89abAB][0-9a-fA-F]){0,2}(?:%[89abAB]?)?)\Z"
 )
@@ -788,6 +790,10 @@ class Matcher:
                 more = kept_found
         if view.at:
             found += [(view.start(a), view.end(b), form) for a, b, form in self._found(view.canon)]
+            if view.dropped and "\n" in view.canon:  # `&shy;` then a line break (wrapped HTML)
+                wrapped = _Joined(view.canon, self._window)
+                if wrapped.joined and (inner := self._found(wrapped.joined)):
+                    found += [(view.start(a), view.end(b), f) for a, b, f in wrapped.spans(inner)]
         if more or view.at:
             found.sort(key=lambda s: (s[0], -s[1]))
         merged: list[Span] = []
@@ -851,6 +857,12 @@ class Matcher:
         view = _View(base, _has_hidden(base))
         if view.at:
             at = min(at, view.start(len(view.canon) - self._held(view.canon)))
+            if view.dropped:  # an escaped invisible character, then a line break (`spans`)
+                first = max(0, len(view.canon) - reach)
+                tail = view.canon[first:]
+                joined = _BREAKS.sub("", tail).rstrip(" \t\r")
+                if joined != tail and (held := self._held(joined)):
+                    at = min(at, view.start(first + _unbroken(tail, len(joined) - held)))
             if self._spaced:  # decoded blanks (`\n`, `\u00a0`) and escapes between them
                 first = max(0, len(view.canon) - reach)
                 tail = view.canon[first:]

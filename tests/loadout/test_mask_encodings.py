@@ -407,3 +407,35 @@ def test_an_escaped_character_next_to_a_raw_invisible_one_is_masked() -> None:
         assert masker.mask(text) == masked.replace("[]", "[vault:V]"), text
         for size in (1, 4, 9):
             assert _streamed(masker, text, size) == masked.replace("[]", "[vault:V]"), size
+
+
+def test_an_escaped_invisible_character_before_a_line_break_is_masked() -> None:
+    """atk2 s41 #6: `&shy;` at a wrapped HTML line's end, or JSON's `\\u200b\\n`, inside a
+    token let it through, whole and streamed (the raw characters were masked)."""
+    token = "ghp_R8x2Kq9LmZ4vT7wYb1Nc6Hd3Jf5Gs0Pa2Ue8"
+    masker = Masker({"T": token})
+    for cut in ("&shy;\n", "\\u200b\\n", "&#8203;\r\n  ", "%C2%AD\n"):
+        text = f"tok {token[:12]}{cut}{token[12:]} end"
+        assert masker.mask(text) == "tok [vault:T] end", cut
+        for size in (1, 5, 16):
+            assert _streamed(masker, text, size) == "tok [vault:T] end", (cut, size)
+    prose = "a soft&shy;\nhyphen and \\u200b\\n in JSON, no value"
+    assert masker.mask(prose) == prose
+
+
+def test_a_value_in_python_s_long_unicode_escapes_is_masked() -> None:
+    """atk2 s41 #12: `ascii()` of a value in math-bold letters (`\\U0001d42b...`), or with
+    an escaped tag inside, reached the model: Python's `\\UXXXXXXXX` is decoded too."""
+    value = "Rt5pLm8Qz2Wx7Nv4Kb9J"
+    masker = Masker({"V": value})
+    bold = "".join(chr(0x1D400 + ord(c) - 65) if c.isupper() else c for c in value)
+    for text in (
+        f"got {ascii(bold)} back",
+        f"got '{value[:9]}\\U000e0020{value[9:]}' back",
+    ):
+        out = masker.mask(text)
+        assert out in ("got [vault:V] back", "got '[vault:V]' back"), (text, out)
+        for size in (1, 7):
+            assert _streamed(masker, text, size) == out, (text, size)
+    ordinary = r"path C:\Users\U0001 and '\U0001f600'"
+    assert masker.mask(ordinary) == ordinary
