@@ -430,7 +430,7 @@ def test_a_value_in_python_s_long_unicode_escapes_is_masked() -> None:
     masker = Masker({"V": value})
     bold = "".join(chr(0x1D400 + ord(c) - 65) if c.isupper() else c for c in value)
     for text in (
-        f"got {ascii(bold)} back",
+        f"got {bold!a} back",
         f"got '{value[:9]}\\U000e0020{value[9:]}' back",
     ):
         out = masker.mask(text)
