@@ -338,16 +338,24 @@ def spellings(value: str) -> set[str]:
 _HALFWIDTH = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)}
 _FULLWIDTH_RUN = {
     1: re.compile("[\uff01-\uff5e][\uff01-\uff5e]*"),
-    # a run of four or more, or a shorter one next to ASCII or a Latin letter (U+00C0-U+024F)
-    # ("Rt5p\uff2c\uff4d8Qz", "\uff27\uff52\u00fc\u00dfe": a value half converted, an
-    # IME's fullwidth letters around accented ones); CJK prose sets its fullwidth punctuation
-    # among CJK characters. A class first (`_run_of`): the run's first character, then what
-    # makes the run one
+    # a run of four or more, or a shorter one next to ASCII or a Latin letter (U+00C0-U+024F,
+    # U+1E00-U+1EFF) ("Rt5p\uff2c\uff4d8Qz", "\uff27\uff52\u00fc\u00dfe": a value half
+    # converted, an IME's fullwidth letters around accented ones, Vietnamese), also before
+    # one space or U+3000 and ASCII, at the text's end, or a run of them (an IME's
+    # "\uff43\uff41\uff54\u3000\uff44\uff4f\uff47": a passphrase of short words); CJK prose
+    # sets its fullwidth punctuation among CJK characters. A class first (`_run_of`): the
+    # run's first character, then what makes the run one
     MIN_SECRET_CHARS: re.compile(
-        "[\uff01-\uff5e](?:(?<=[!-~\u00c0-\u024f].)[\uff01-\uff5e]*|[\uff01-\uff5e]{3,}"
-        "|[\uff01-\uff5e]{0,2}(?=[!-~\u00c0-\u024f]))"
+        "[\uff01-\uff5e](?:(?<=[!-~\u00c0-\u024f\u1e00-\u1eff].)[\uff01-\uff5e]*"
+        "|(?<=[\uff01-\uff5e][ \u3000].)[\uff01-\uff5e]*"
+        "|[\uff01-\uff5e]{3,}"
+        "|[\uff01-\uff5e]{0,2}(?=[!-~\u00c0-\u024f\u1e00-\u1eff]"
+        "|[ \u3000][!-~\u00c0-\u024f\u1e00-\u1eff\uff01-\uff5e]|[ \u3000]?\\Z))"
     ),
 }
+_SPACE = re.compile(r"[^\S\t\n\v\f\r\x1c-\x1f\x85\u2028\u2029]")  # a space (Zs)
+# a short run of fullwidth characters ending a stream's tail (with one blank after it)
+_FULLWIDTH_END = re.compile("[\uff01-\uff5e]{1,3}[ \u3000]?\\Z")
 # what a decoded escape stands for, read as ASCII where it is a form of it
 _FOLD_CHAR: dict[int, str | int] = {**_HALFWIDTH, **_COMPAT}
 
@@ -365,6 +373,29 @@ def _halfwidth(text: str, run: int = MIN_SECRET_CHARS) -> str:
     if pattern.search(text) is None:
         return text
     return pattern.sub(lambda m: m.group().translate(_HALFWIDTH), text)
+
+
+def _with_left(text: str, at: int) -> int:
+    """Where a stream's held tail starts, from `at` on, with what decides how a run of
+    fullwidth characters held there is read (`_FULLWIDTH_RUN`): up to three more of its
+    characters before `at` (a run of four is read as ASCII), and a fullwidth character and a
+    space before the run. At the text's end a run may come next: the same is held."""
+    k = at
+    if at == len(text) or _is_fullwidth(text[at]):
+        while k > 0 and at - k < MIN_SECRET_CHARS - 1 and _is_fullwidth(text[k - 1]):
+            k -= 1
+    if (
+        k >= 2
+        and (k == len(text) or _is_fullwidth(text[k]))
+        and _is_fullwidth(text[k - 2])
+        and _SPACE.match(text, k - 1) is not None
+    ):
+        k -= 2
+    return k
+
+
+def _is_fullwidth(char: str) -> bool:
+    return "\uff01" <= char <= "\uff5e"
 
 
 def _lower(text: str) -> str:
@@ -727,6 +758,9 @@ class Matcher:
             if " " in form:
                 squeezed.setdefault(_BLANKS.sub(" ", form), mark)
         self._squeezed = [(f, _failure(f)) for f in sorted(squeezed, key=lambda f: (-len(f), f))]
+        # a form whose own blanks are more than one space (`correct  horse`): a tail with
+        # single spaces may start it too, so its squeezed forms are always looked at
+        self._wide = any(f not in by_form for f in squeezed)
         self._by_form = {**squeezed, **by_form}  # (the same pattern: not in it)
         # how far from a line break a spelling across it may reach (`_Joined`), and how far
         # back a held chain of tokens is looked for (`open_at`)
@@ -835,6 +869,13 @@ class Matcher:
         base = _halfwidth(text[:cut], 1)
         low = _lower(base)
         at = min(cut, len(base) - self._held(low))
+        # what follows decides if a short fullwidth run is read as ASCII (`spans`): a whole
+        # form that ends the tail with one waits
+        if _FULLWIDTH_END.search(text, 0, cut) is not None:
+            first = max(0, len(low) - self._window)
+            for start, end, _ in self._found(low[first:]):
+                if first + end >= len(low) - 1:
+                    at = min(at, first + start)
         # a spelling may go on after a line break or an invisible character (`_Joined`)
         reach = self._window
         if _has_hidden(low[-reach:]):  # invisible characters between a value's letters
@@ -851,7 +892,7 @@ class Matcher:
         if self._spaced:  # the tail with each run of blanks as one space, invisibles removed
             seen = _INVISIBLES.sub("", tail)
             squeezed = _BLANKS.sub(" ", seen)
-            if squeezed != tail and (held := self._held(squeezed, self._squeezed)):
+            if (self._wide or squeezed != tail) and (held := self._held(squeezed, self._squeezed)):
                 i = _unsqueezed(seen, len(squeezed) - held)
                 at = min(at, first + _unbroken(tail, i, _INVISIBLES))
         view = _View(base, _has_hidden(base))
@@ -867,8 +908,11 @@ class Matcher:
                 first = max(0, len(view.canon) - reach)
                 tail = view.canon[first:]
                 squeezed = _BLANKS.sub(" ", tail)
-                if squeezed != tail and (held := self._held(squeezed, self._squeezed)):
+                if (self._wide or squeezed != tail) and (
+                    held := self._held(squeezed, self._squeezed)
+                ):
                     at = min(at, view.start(first + _unsqueezed(tail, len(squeezed) - held)))
+        at = _with_left(text, at)
         # never inside an escape: the tail is read again with what follows, and
         # must decode as it does in the whole text (`\\` then `u0041` is no `A`)
         whole = _View(_halfwidth(text, 1)) if cut < len(text) or view.at else view
@@ -889,7 +933,7 @@ class Matcher:
         spans = self.spans(text)
         for start, end, _ in spans:  # a match that more text could lengthen waits whole
             if start < open_at < end:
-                open_at = start
+                open_at = _with_left(text, start)
                 break
         out: list[str] = []
         last = 0

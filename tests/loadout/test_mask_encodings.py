@@ -7,6 +7,7 @@ encodings themselves (stdlib base64, urllib, json), not from the masker.
 from __future__ import annotations
 
 import base64
+import random
 
 from bridge.loadout.mask import Masker
 from tests.personal_tools.leakcheck import leaks, spellings
@@ -439,3 +440,62 @@ def test_a_value_in_python_s_long_unicode_escapes_is_masked() -> None:
             assert _streamed(masker, text, size) == out, (text, size)
     ordinary = r"path C:\Users\U0001 and '\U0001f600'"
     assert masker.mask(ordinary) == ordinary
+
+
+def test_short_fullwidth_words_of_a_passphrase_are_masked_whole_and_streamed() -> None:
+    """atk2 s41 #10: a passphrase of 3-letter words typed on an IME (`ｃａｔ　ｄｏｇ`), a
+    short fullwidth word before a space and ASCII, or next to Vietnamese letters reached the
+    model: only runs of four, or shorter ones touching ASCII, were read as ASCII. Streamed,
+    a whole value ending in such a run waits for what follows, which decides."""
+    wide = str.maketrans({chr(c): chr(c + 0xFEE0) for c in range(0x21, 0x7F)})
+    short = [w.translate(wide) for w in ("cat", "dog", "run", "fox")]
+    cases = [
+        ("cat dog run fox", "pw " + "\u3000".join(short)),
+        ("cat dog run fox", "pw " + " ".join(short)),
+        ("x/y Kq9L", "pre " + "x/y".translate(wide) + " Kq9L"),
+        ("Grüße a-b", "pre Grüße " + "a-b".translate(wide)),
+        ("Nguyễn-42", "id " + "Nguy".translate(wide) + "ễn-42"),
+    ]
+    for value, text in cases:
+        masker = Masker({"V": value})
+        for end in (" post", "。", "") if "\u3000" in text or "ễ" in text else (" post", ""):
+            assert masker.mask(text + end) == text.split(" ")[0] + " [vault:V]" + end, (text, end)
+            for size in (1, 2, 5):
+                assert _streamed(masker, text + end, size) == masker.mask(text + end), size
+    ordinary = "我，你：他（注）\u3000見出し ａｂ 漢字 and 漢ａｂ漢"
+    assert Masker({"V": "cat dog run fox"}).mask(ordinary) == ordinary
+
+
+def test_a_stream_reads_short_fullwidth_runs_as_the_whole_text_does() -> None:
+    """Whether a short fullwidth run reads as ASCII depends on what is around it (a run of
+    four, a space and another run before it, ASCII after it). A stream holds that with the
+    run, so it masks what the whole text masks. Seeded: words of a passphrase, some in
+    fullwidth, joined by spaces, U+3000 or line breaks, among CJK or fullwidth context."""
+    rng = random.Random(42)
+    wide = str.maketrans({chr(c): chr(c + 0xFEE0) for c in range(0x21, 0x7F)})
+    words = ["cat", "dog", "x/y", "Kq9L", "run", "ab", "fox", "ok!"]
+    before = ["pre ", "漢字", "ｂｉｇ\u3000", "", "（注）", "ｃａｔ ", "ｂ ", "ｘ\u3000"]
+    after = [" post", "。", "", "漢", "\u3000ｂ ", "ｃａｔ"]
+    for _ in range(200):
+        chosen = rng.sample(words, rng.randint(2, 3))
+        shown = ""
+        for k, word in enumerate(chosen):
+            shown += word.translate(wide) if rng.random() < 0.7 else word
+            shown += rng.choice([" ", "\u3000", "\n", "\n\n"]) if k < len(chosen) - 1 else ""
+        text = rng.choice(before) + shown + rng.choice(after)
+        masker = Masker({"V": " ".join(chosen)})
+        whole = masker.mask(text)
+        for size in (1, 2, 3):
+            assert _streamed(masker, text, size) == whole, (text, size)
+
+
+def test_a_value_with_two_spaces_written_with_one_is_masked_streamed() -> None:
+    """atk2 s41 #8: a value holding a double (or triple) space, written with a single space,
+    was masked whole but sent when streamed: the tail was read with its blanks squeezed only
+    when that changed it."""
+    for value in ("correct  horse", "4711  a-b", "ghp_R8x2   x/y"):
+        masker = Masker({"V": value})
+        text = "pw " + " ".join(value.split()) + " e"
+        assert masker.mask(text) == "pw [vault:V] e", value
+        for size in (1, 2, 3, 5):
+            assert _streamed(masker, text, size) == "pw [vault:V] e", (value, size)
