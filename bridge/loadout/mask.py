@@ -249,7 +249,11 @@ _EDGE = re.compile(
 )
 _JOIN = "\0"  # between two chains in the joined view: no form holds it
 # a value's own spaces: any run of blanks and line breaks (a passphrase wrapped, tabbed)
-_BLANKS = re.compile(r"[ \t\r\n]+")
+# blanks a value's own space may be written as: also VT and FF, and NEL, U+2028 and U+2029
+# (hidden characters too: `_Joined` reads them away, joining the words around them)
+_BLANK = "[ \t\r\n\x0b\x0c\x85\u2028\u2029]+"
+_BLANKS = re.compile(_BLANK)
+_LINE_SEPARATORS = str.maketrans("\x85\u2028\u2029", "   ")
 _SPACES = re.compile(" +")
 
 
@@ -257,7 +261,7 @@ def _spelled(form: str) -> str:
     """A pattern of `form` (lower-cased), its spaces matching any run of `_BLANKS`."""
     if " " not in form:
         return re.escape(form)
-    return r"[ \t\r\n]+".join(re.escape(part) for part in _SPACES.split(form))
+    return _BLANK.join(re.escape(part) for part in _SPACES.split(form))
 
 
 def _unsqueezed(text: str, i: int) -> int:
@@ -890,11 +894,12 @@ class Matcher:
             if held:
                 at = min(at, first + _unbroken(tail, len(joined) - held))
         if self._spaced:  # the tail with each run of blanks as one space, invisibles removed
-            seen = _INVISIBLES.sub("", tail)
+            spaced = tail.translate(_LINE_SEPARATORS)  # blanks, though hidden
+            seen = _INVISIBLES.sub("", spaced)
             squeezed = _BLANKS.sub(" ", seen)
             if (self._wide or squeezed != tail) and (held := self._held(squeezed, self._squeezed)):
                 i = _unsqueezed(seen, len(squeezed) - held)
-                at = min(at, first + _unbroken(tail, i, _INVISIBLES))
+                at = min(at, first + _unbroken(spaced, i, _INVISIBLES))
         view = _View(base, _has_hidden(base))
         if view.at:
             at = min(at, view.start(len(view.canon) - self._held(view.canon)))

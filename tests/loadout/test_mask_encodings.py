@@ -499,3 +499,15 @@ def test_a_value_with_two_spaces_written_with_one_is_masked_streamed() -> None:
         assert masker.mask(text) == "pw [vault:V] e", value
         for size in (1, 2, 3, 5):
             assert _streamed(masker, text, size) == "pw [vault:V] e", (value, size)
+
+
+def test_a_passphrase_s_space_as_another_line_break_is_masked() -> None:
+    """atk2 s41 #9: U+2028, U+2029, NEL, VT or FF in place of a passphrase's space (a
+    Word line break is VT; JavaScript strings and PDFs carry U+2028) let it through."""
+    masker = Masker({"V": "correct horse battery staple"})
+    for blank in ("\u2028", "\u2029", "\x85", "\x0b", "\x0c", "\x0c\n", "\u2028 "):
+        text = f"pw correct{blank}horse battery{blank}staple."
+        assert masker.mask(text) == "pw [vault:V].", ascii(blank)
+        for size in (1, 3, 7):
+            assert _streamed(masker, text, size) == "pw [vault:V].", (ascii(blank), size)
+    assert Masker({"V": "4711"}).mask("47\x0b11 and 47\x0c11") == "47\x0b11 and 47\x0c11"
