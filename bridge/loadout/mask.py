@@ -379,6 +379,25 @@ def _halfwidth(text: str, run: int = MIN_SECRET_CHARS) -> str:
     return pattern.sub(lambda m: m.group().translate(_HALFWIDTH), text)
 
 
+def _edge_readings(form: str) -> set[str]:
+    """`form` as a text holding it may read (`_FULLWIDTH_RUN`): its runs of fullwidth
+    characters inside as it decides, and a run at either edge, which what is around it in
+    the text decides, both kept and read as ASCII (`ねこ１ぴきＡ` at a text's end is read
+    `ねこ１ぴきA`)."""
+    runs = list(_FULLWIDTH_RUN[1].finditer(form))
+    if not runs:
+        return set()
+    read = _halfwidth(form)
+    edges = [r for r in {runs[0], runs[-1]} if r.start() == 0 or r.end() == len(form)]
+    out = {read}
+    for run in edges:
+        for text in list(out):
+            raw, ascii_ = form[run.start() : run.end()], run.group().translate(_HALFWIDTH)
+            for piece in (raw, ascii_):
+                out.add(text[: run.start()] + piece + text[run.end() :])
+    return out
+
+
 def _with_left(text: str, at: int) -> int:
     """Where a stream's held tail starts, from `at` on, with what decides how a run of
     fullwidth characters held there is read (`_FULLWIDTH_RUN`): up to three more of its
@@ -746,7 +765,7 @@ class Matcher:
     def __init__(self, forms: Mapping[str, str]) -> None:
         by_form: dict[str, str] = {}
         for form, mark in forms.items():
-            for spelled in (form, _halfwidth(form, 1), canonical(form)):
+            for spelled in (form, _halfwidth(form, 1), canonical(form), *_edge_readings(form)):
                 by_form.setdefault(_lower(spelled), mark)
                 by_form.setdefault(_lower(_Folded(spelled).text), mark)  # a value's own NBSP
         # a value's own spaces match any run of blanks (`_spelled`): a match that is no form
@@ -936,10 +955,11 @@ class Matcher:
         # left for later; one that ends before it is final.
         open_at = self.open_at(text)
         spans = self.spans(text)
-        for start, end, _ in spans:  # a match that more text could lengthen waits whole
-            if start < open_at < end:
-                open_at = _with_left(text, start)
+        for start, end, _ in reversed(spans):  # a match that more text could lengthen waits
+            if end <= open_at:  # whole, and so does one that what it needs held reaches into
                 break
+            if start < open_at:
+                open_at = _with_left(text, start)
         out: list[str] = []
         last = 0
         for start, end, mark in spans:

@@ -511,3 +511,36 @@ def test_a_passphrase_s_space_as_another_line_break_is_masked() -> None:
         for size in (1, 3, 7):
             assert _streamed(masker, text, size) == "pw [vault:V].", (ascii(blank), size)
     assert Masker({"V": "4711"}).mask("47\x0b11 and 47\x0c11") == "47\x0b11 and 47\x0c11"
+
+
+def test_two_fullwidth_values_side_by_side_are_both_masked_streamed() -> None:
+    """atk s42 #1: a user name and a password in fullwidth a U+3000 apart, then fullwidth
+    punctuation: the stream held the password with the character before it, which was the
+    user name's last, and sent the user name raw (the whole text masked both)."""
+    wide = str.maketrans({chr(c): chr(c + 0xFEE0) for c in range(0x21, 0x7F)})
+    masker = Masker({"USER": "alice.admin", "PASS": "Rt5pLm8Qz2Wx7Nv4"})
+    user, password = "alice.admin".translate(wide), "Rt5pLm8Qz2Wx7Nv4".translate(wide)
+    for text in (
+        f"{user}\u3000{password}！！",
+        f"{user}：{password}！！",
+        f"{password}（{user}）！",
+    ):
+        whole = masker.mask(text)
+        assert "[vault:USER]" in whole and "[vault:PASS]" in whole, whole
+        for size in (1, 2, 5, len(text)):
+            assert _streamed(masker, text, size) == whole, (text, size)
+
+
+def test_a_value_holding_fullwidth_characters_is_masked_as_stored() -> None:
+    """atk s42 #2: a value with fullwidth characters inside (`ねこ１ぴきＡ`) written as it is
+    stored was let through where its last run reads as ASCII by what follows it (the text's
+    end, a space and ASCII): the text read neither as the value nor as its ASCII form."""
+    for value, text in (
+        ("ねこ１ぴきＡ", "パスワード：ねこ１ぴきＡ"),
+        ("第２会議室Ｂ", "会議は第２会議室Ｂ (10時)"),
+        ("東京１号館 Ａ", "東京１号館 Ａ"),
+    ):
+        masker = Masker({"V": value})
+        assert "[vault:V]" in masker.mask(text) and value not in masker.mask(text), text
+        for size in (1, 3):
+            assert _streamed(masker, text, size) == masker.mask(text), (text, size)
