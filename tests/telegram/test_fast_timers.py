@@ -3,8 +3,10 @@
 The typing indicator and the first streamed draft wait for a short delay; an
 answer that ends sooner leaves nothing behind (no task made, no wait left)
 and sends nothing but its text. One that lasts longer (the test fires the
-`ManualTimer`) shows typing and a draft as before. Every reply's one-attempt
-sender (`Sender.once`) is one object, made once. No test here waits for a time.
+`ManualTimer`) shows typing and a draft as before; the same through a
+`TelegramReply` as the core drives it (`working()`, a delta, the final).
+Every reply's one-attempt sender (`Sender.once`) is one object, made once.
+No test here waits for a time.
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ import asyncio
 from typing import Any
 
 from bridge.channels.common.render import Rendered
+from bridge.channels.telegram.reply import TelegramReply
 from bridge.channels.telegram.send import Sender, SendPolicy
 from bridge.channels.telegram.stream import CURSOR, StreamingReply, StreamTiming
 from bridge.channels.telegram.typing import LoopTimer, Typing
+from bridge.types.messages import Final, Inbound
 from tests.telegram.timers import ManualTimer
 from tests.waits import until
 
@@ -81,6 +85,37 @@ async def test_a_longer_block_shows_typing_and_renews_it_until_it_ends() -> None
     timer.fire()  # the block ended: no more typing
     await asyncio.sleep(0)
     assert len(sender.of("typing")) == 2
+
+
+def a_reply(sender: Calls, timer: ManualTimer) -> TelegramReply:
+    inbound = Inbound("telegram", str(CHAT), str(CHAT), "ping", "7", is_private=True)
+    calls: Any = sender  # records what a `Sender` would send
+    return TelegramReply(calls, StreamTiming(), None, CHAT, None, inbound, timer=timer)
+
+
+async def test_a_fast_turn_of_a_reply_makes_no_task_and_sends_only_its_text() -> None:
+    sender, timer = Calls(), ManualTimer()
+    reply = a_reply(sender, timer)
+    before = tasks()
+    async with reply.working():  # as the core drives it (bridge.core.router)
+        await reply.delta("pong")
+        assert tasks() == before and timer.waiting == 2  # typing's and the draft's handles
+    await reply.send(Final("pong"))
+    assert timer.cancelled == 2 and timer.waiting == 0
+    assert sender.calls == [("send", "pong")]
+
+
+async def test_a_slow_turn_of_a_reply_shows_typing_until_it_ends() -> None:
+    sender, timer = Calls(), ManualTimer()
+    reply = a_reply(sender, timer)
+    async with reply.working():
+        timer.fire()  # the typing delay has passed
+        await until(lambda: sender.of("typing") == [CHAT], "typing shown")
+        await until(lambda: timer.waiting == 1, "waiting to renew it")
+    timer.fire()  # the turn ended: no more typing
+    await asyncio.sleep(0)
+    await reply.send(Final("pong"))
+    assert sender.of("typing") == [CHAT] and sender.of("send") == ["pong"]
 
 
 async def test_a_fast_answer_makes_no_pump_and_is_one_send() -> None:

@@ -38,7 +38,7 @@ import asyncio
 import contextlib
 import logging
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from telegram import Bot
 
@@ -75,6 +75,33 @@ def shown_parts(message_ids: list[int]) -> list[OutboxPart]:
         OutboxPart(i, "unknown") if mid == UNKNOWN else OutboxPart(i, "draft", str(mid))
         for i, mid in enumerate(message_ids)
     ]
+
+
+class Working:
+    """`TelegramReply.working()`: its turn came, so the waiting reaction goes (`Ack.clear`,
+    waited for at the end); typing shows once the turn has lasted a moment (`Typing`).
+    A plain class rather than a generator-based context manager: every answer enters it."""
+
+    __slots__ = ("_ack", "_clearing", "_typing")
+
+    def __init__(self, ack: Ack, typing: Typing) -> None:
+        self._ack, self._typing = ack, typing
+        self._clearing: asyncio.Future[bool] | None = None
+
+    async def __aenter__(self) -> None:
+        self._clearing = self._ack.clear()
+        try:
+            await self._typing.__aenter__()
+        except BaseException:
+            await self.__aexit__()
+            raise
+
+    async def __aexit__(self, *exc: object) -> None:
+        try:
+            await self._typing.__aexit__(*exc)
+        finally:
+            if self._clearing is not None:
+                await asyncio.wait({self._clearing})
 
 
 class TelegramReply:
@@ -134,18 +161,14 @@ class TelegramReply:
         """The message waits behind its chat's running answer: a reaction says so now."""
         self._ack.queued(ahead)
 
-    @contextlib.asynccontextmanager
-    async def working(self) -> AsyncIterator[None]:
+    def working(self) -> Working:
+        """Entered while the core works on the message: the waiting reaction goes, typing
+        shows once the turn has lasted `typing_delay_s`."""
         timing = self._timing
-        clearing = self._ack.clear()  # its turn came: the waiting reaction goes
-        try:
-            async with Typing(
-                self._sender, self._chat, timing.typing_every_s, timing.typing_delay_s, self._timer
-            ):
-                yield
-        finally:
-            if clearing is not None:
-                await asyncio.wait({clearing})
+        typing = Typing(
+            self._sender, self._chat, timing.typing_every_s, timing.typing_delay_s, self._timer
+        )
+        return Working(self._ack, typing)
 
     async def delta(self, piece: str) -> None:
         await self._stream.on_delta(piece)

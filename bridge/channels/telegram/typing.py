@@ -49,8 +49,8 @@ class LoopTimer:
 
 class Typing:
     """Shows "typing" once the block has lasted `delay_s`, then every `every_s`
-    until the block ends; a block that ends sooner sends nothing (and made no task:
-    only a timer handle, cancelled)."""
+    until the block ends; a block that ends sooner sends nothing (and made no task
+    nor event: only a timer handle, cancelled)."""
 
     def __init__(
         self,
@@ -63,7 +63,8 @@ class Typing:
         self._sender, self._chat, self._every = sender, chat_id, every_s
         self._delay = delay_s
         self._timer = timer or LoopTimer()
-        self._done = asyncio.Event()
+        self._ended = False  # the block has ended
+        self._done: asyncio.Event | None = None  # set when it ends, once typing was shown
         self._later: Later | None = None  # the delay, until it has passed
         self._task: asyncio.Task[None] | None = None  # showing it, once it has
 
@@ -73,11 +74,14 @@ class Typing:
 
     def _begin(self) -> None:
         self._later = None
-        if not self._done.is_set() and self._task is None:
-            self._task = asyncio.create_task(self._loop())
+        if not self._ended and self._task is None:
+            self._done = asyncio.Event()
+            self._task = asyncio.create_task(self._loop(self._done))
 
     async def __aexit__(self, *exc: object) -> None:
-        self._done.set()
+        self._ended = True
+        if self._done is not None:
+            self._done.set()
         if self._later is not None:
             self._later.cancel()
             self._later = None
@@ -86,9 +90,9 @@ class Typing:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
 
-    async def _loop(self) -> None:
+    async def _loop(self, done: asyncio.Event) -> None:
         while True:
             await self._sender.typing(self._chat)
-            await self._timer.wait(self._done, self._every)
-            if self._done.is_set():
+            await self._timer.wait(done, self._every)
+            if done.is_set():
                 return
