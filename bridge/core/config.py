@@ -56,6 +56,7 @@ from bridge.core.config_sections import (
     TenantRule,
     WebSettings,
     WhatsAppSettings,
+    new,
 )
 from bridge.core.credentials import CredentialSource
 from bridge.types.tenant_dirs import check_tenant_id
@@ -91,24 +92,24 @@ class Settings(BaseSettings):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     log_format: Literal["text", "json"] = "text"  # json: one object per line (ROOST_LOG_FORMAT)
     audit_hmac_key_file: Path | None = None
-    llm: DefaultLLMSettings = Field(default_factory=DefaultLLMSettings)
-    web: WebSettings = Field(default_factory=WebSettings)
-    telegram: TelegramSettings = Field(default_factory=TelegramSettings)
-    whatsapp: WhatsAppSettings = Field(default_factory=WhatsAppSettings)
-    matrix: MatrixSettings = Field(default_factory=MatrixSettings)
-    limits: LimitSettings = Field(default_factory=LimitSettings)
-    loadout: LoadoutSettings = Field(default_factory=LoadoutSettings)
-    schedule: ScheduleSettings = Field(default_factory=ScheduleSettings)
-    forge: ForgeSettings = Field(default_factory=ForgeSettings)
-    quota: QuotaSettings = Field(default_factory=QuotaSettings)
+    llm: DefaultLLMSettings = Field(default_factory=new(DefaultLLMSettings))
+    web: WebSettings = Field(default_factory=new(WebSettings))
+    telegram: TelegramSettings = Field(default_factory=new(TelegramSettings))
+    whatsapp: WhatsAppSettings = Field(default_factory=new(WhatsAppSettings))
+    matrix: MatrixSettings = Field(default_factory=new(MatrixSettings))
+    limits: LimitSettings = Field(default_factory=new(LimitSettings))
+    loadout: LoadoutSettings = Field(default_factory=new(LoadoutSettings))
+    schedule: ScheduleSettings = Field(default_factory=new(ScheduleSettings))
+    forge: ForgeSettings = Field(default_factory=new(ForgeSettings))
+    quota: QuotaSettings = Field(default_factory=new(QuotaSettings))
     tenants: dict[str, TenantRule] = Field(default_factory=dict)
     models: dict[str, LLMSettings] = Field(default_factory=dict)  # named models, /model
-    style: StyleSettings = Field(default_factory=StyleSettings)
-    grading: GradingSettings = Field(default_factory=GradingSettings)
-    recall: RecallSettings = Field(default_factory=RecallSettings)
-    memory: MemorySettings = Field(default_factory=MemorySettings)
-    database: DatabaseSettings = Field(default_factory=DatabaseSettings)
-    cluster: ClusterSettings = Field(default_factory=ClusterSettings)
+    style: StyleSettings = Field(default_factory=new(StyleSettings))
+    grading: GradingSettings = Field(default_factory=new(GradingSettings))
+    recall: RecallSettings = Field(default_factory=new(RecallSettings))
+    memory: MemorySettings = Field(default_factory=new(MemorySettings))
+    database: DatabaseSettings = Field(default_factory=new(DatabaseSettings))
+    cluster: ClusterSettings = Field(default_factory=new(ClusterSettings))
 
     @model_validator(mode="after")
     def _models(self) -> Settings:
