@@ -2,10 +2,10 @@
 
 The unit runs roost as its own user with `ProtectSystem=strict`: no roost
 process can write `/opt/roost`, so byte code and roost's start-up caches
-(`bridge.dataclass_code`, `bridge.regex_code`, `bridge.screening.shape_cache`)
-exist only if they were written ahead. Three copies of this checkout's
-`bridge/` and `forge/` (their `__pycache__` left out) are measured side by side
-in one run:
+(`bridge.dataclass_code`, `bridge.regex_code`, `bridge.forward_refs`,
+`bridge.screening.shape_cache`) exist only if they were written ahead. Three
+copies of this checkout's `bridge/` and `forge/` (their `__pycache__` left out)
+are measured side by side in one run:
 
 - nothing written ahead;
 - byte code only (`python -m compileall bridge forge`);
@@ -89,7 +89,7 @@ def prepare(root: Path) -> dict[str, Path]:
                 (folder / "__pycache__").write_text("")  # no byte code can be written here
         caches = tree / "bridge" / "__pycache__"
         if caches.is_dir():
-            for stem in ("dataclass-code", "regex-code", "regex-shape"):
+            for stem in ("dataclass-code", "forward-refs", "regex-code", "regex-shape"):
                 path = caches / f"{stem}.{sys.implementation.cache_tag}.marshal"
                 if not path.exists():
                     path.mkdir()  # a cache that cannot be read nor written

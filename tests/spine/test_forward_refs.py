@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import marshal
 import sys
 import typing
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from bridge import forward_refs
-from tests.fresh import python_c
+from tests.fresh import env_without, python_c
 
 pytestmark = pytest.mark.skipif(
     sys.version_info[:2] != (3, 11), reason="installed on Python 3.11 only"
@@ -94,3 +96,102 @@ def test_roost_installs_it_before_pydantic_makes_its_schema_types() -> None:
     )
     out = python_c(script).stdout.split()
     assert out == ["True", "True"]  # the schema type's reference compiled its text once
+
+
+def _counting(calls: list[str]) -> Any:
+    def compile_(*args: Any, **kw: Any) -> Any:
+        calls.append(args[0])
+        return compile(*args, **kw)
+
+    return compile_
+
+
+@pytest.fixture
+def bytecode_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Byte-code writing on, as `make test` runs (PYTHONDONTWRITEBYTECODE may be set here)."""
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+
+
+def test_the_texts_are_kept_in_a_file_the_next_process_reads(
+    tmp_path: Path, bytecode_on: None
+) -> None:
+    texts = ["int", "str | None", "dict[str, list[int]]", "(*Ts,)[0]", "'quoted'"]
+    path = tmp_path / "refs.marshal"
+    first_calls: list[str] = []
+    first = forward_refs._Kept(path)
+    cached = forward_refs.cached_compile(first.entries, _counting(first_calls), first)
+    codes = [cached(text, "<string>", "eval") for text in texts]
+    first.save()
+    assert first_calls == texts and path.read_bytes().startswith(forward_refs._HEADER)
+
+    again_calls: list[str] = []
+    again = forward_refs._Kept(path)
+    assert all(type(v) is bytes for v in again.entries.values())  # decoded when asked for
+    cached = forward_refs.cached_compile(again.entries, _counting(again_calls), again)
+    assert [cached(text, "<string>", "eval") for text in texts] == codes
+    assert codes == [_plain(text) for text in texts]
+    assert again_calls == [] and again.added == 0
+    assert cached("int", "<string>", "eval") is cached("int", "<string>", "eval")
+
+
+def test_a_damaged_entry_or_file_is_compiled_again(tmp_path: Path, bytecode_on: None) -> None:
+    path = tmp_path / "refs.marshal"
+    path.write_bytes(
+        forward_refs._HEADER + marshal.dumps({"int": b"\xffnot marshal", "str": marshal.dumps(1)})
+    )
+    calls: list[str] = []
+    kept = forward_refs._Kept(path)
+    cached = forward_refs.cached_compile(kept.entries, _counting(calls), kept)
+    assert cached("int", "<string>", "eval") == _plain("int")
+    assert cached("str", "<string>", "eval") == _plain("str")
+    assert calls == ["int", "str"]
+    kept.save()  # rewritten with the good codes
+    assert forward_refs._Kept(path).entries.keys() == {"int", "str"}
+    for content in (b"", b"garbage", b"roost-forward-refs 0|" + marshal.dumps({"int": b""})):
+        path.write_bytes(content)
+        assert forward_refs._Kept(path).entries == {}
+
+
+def test_nothing_is_written_when_byte_code_writing_is_off(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    kept = forward_refs._Kept(tmp_path / "refs.marshal")
+    forward_refs.cached_compile(kept.entries, kept=kept)("int", "<string>", "eval")
+    kept.save()
+    assert not (tmp_path / "refs.marshal").exists()
+
+
+def test_past_its_bound_the_file_keeps_only_what_a_process_used(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bytecode_on: None
+) -> None:
+    monkeypatch.setattr(forward_refs, "_KEPT", 3)
+    path = tmp_path / "refs.marshal"
+    for texts in (["a", "b"], ["c", "d"]):  # two processes: 4 texts, over the bound
+        kept = forward_refs._Kept(path)
+        cached = forward_refs.cached_compile(kept.entries, kept=kept)
+        for text in texts:
+            cached(text, "<string>", "eval")
+        kept.save()
+    assert set(forward_refs._Kept(path).entries) == {"c", "d"}
+
+
+def test_a_roost_process_compiles_no_text_the_file_holds(tmp_path: Path) -> None:
+    """Two fresh interpreters in turn over one folder, pydantic's schema types imported."""
+    script = (
+        "import sys, typing; from pathlib import Path\n"
+        "from bridge import forward_refs\n"
+        "calls = []\n"
+        "def counting(*args, **kw):\n"
+        "    calls.append(args[0])\n"
+        "    return compile(*args, **kw)\n"
+        "kept = forward_refs._Kept(forward_refs.cache_path(Path(sys.argv[1]), 'forward-refs'))\n"
+        "typing.compile = forward_refs.cached_compile(kept.entries, counting, kept)\n"
+        "import pydantic_core.core_schema\n"
+        "hints = pydantic_core.core_schema.IntSchema.__annotations__\n"
+        "print(len(calls), hints['strict'].__forward_code__ == compile('bool', '<s>', 'eval'))\n"
+        "kept.save()\n"
+    )
+    env = env_without("PYTHONDONTWRITEBYTECODE")
+    runs = [python_c(script, str(tmp_path), env=env).stdout.split() for _ in range(2)]
+    assert int(runs[0][0]) > 100 and runs[1] == ["0", "True"]
