@@ -84,8 +84,8 @@ def classify(
     next_tokens = lowered_tokens(lowered)
     n_tokens = len(next_tokens)
     cues, _ = lowered_cues(lowered)
-    rejection = _strongest(cues, -1)
-    approval = _strongest(cues, +1)
+    rejection = _strongest(cues, -1) if cues else None
+    approval = _strongest(cues, +1) if cues else None
 
     if rejection is not None and (rejection.strength >= 2 or approval is None):
         conf = 0.95 if rejection.strength >= 3 else 0.8

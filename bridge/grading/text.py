@@ -6,7 +6,11 @@ removal and a light stemmer, plus character trigrams (inflections, compounds).
 Every function is linear in its input: a stem is at most `MAX_WORD` characters,
 and "related" look-ups go through a `Related` index instead of comparing all
 pairs of words; only a word that is not shared and has 4 letters or more is
-looked up (`unrelated`), in an index of the lengths asked.
+looked up (`unrelated`), in an index of the lengths asked (a few such words against
+a few others, at most `SMALL` pairs, are compared pair by pair: no index to build).
+A `Read` holds what a comparison takes of a message (its distinct words, its trigram
+counts and their norm), worked out once: a chat's message is read as the next one,
+and kept for the turn after (`LastRead`).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import math
 import re
 from collections import Counter
 from functools import lru_cache
+from itertools import chain
 from typing import NamedTuple
 
 TOKEN_RE = re.compile(r"[a-zà-öø-ÿß0-9]+(?:'[a-z]+)?")
@@ -110,16 +115,25 @@ def _grams(word: str) -> tuple[str, ...]:
 
 
 def _trigrams(words: list[str]) -> Counter[str]:
-    return Counter([g for w in words for g in _grams(w)])
+    return Counter(chain.from_iterable(map(_grams, words)))  # counted in C
+
+
+def _norm(grams: Counter[str]) -> float:
+    return math.sqrt(sum([v * v for v in grams.values()]))
+
+
+def _dot(a: Counter[str], b: Counter[str]) -> int:
+    """The trigram counts' dot product, over the shorter one's grams (whole numbers: the
+    same sum in any order)."""
+    if len(a) > len(b):
+        a, b = b, a
+    return sum([v * b[k] for k, v in a.items() if k in b])
 
 
 def cosine(a: Counter[str], b: Counter[str]) -> float:
     if not a or not b:
         return 0.0
-    dot = sum([v * b[k] for k, v in a.items() if k in b])  # whole numbers: exact in any order
-    return dot / (
-        math.sqrt(sum([v * v for v in a.values()])) * math.sqrt(sum([v * v for v in b.values()]))
-    )
+    return _dot(a, b) / (_norm(a) * _norm(b))
 
 
 def related(x: str, y: str) -> bool:
@@ -153,15 +167,34 @@ class Related:
         return any(x[:k] in self._words or x[-k:] in self._words for k in range(4, len(x)))
 
 
+SMALL = 24  # pairs of words below which `unrelated` compares them instead of indexing
+
+
 def unrelated(xs: set[str], others: set[str]) -> list[str]:
     """The words of `xs` related to no word of `others` (a word under 4 letters is related
-    only to itself, so only the longer ones are looked up, in an index of their lengths)."""
+    only to itself, so only the longer ones are looked up, in an index of their lengths;
+    a few words against a few others are compared pair by pair: `related`, in C)."""
     out = [x for x in xs if x not in others]
-    lengths = {len(x) for x in out if len(x) >= 4}
-    if not lengths:
+    long_ = [x for x in out if len(x) >= 4]
+    if not long_:
         return out
-    index = Related(others, lengths)
+    if len(long_) * len(others) <= SMALL:
+        found = {x for x in long_ if _related_to_any(x, others)}
+        return [x for x in out if x not in found] if found else out
+    index = Related(others, {len(x) for x in long_})
     return [x for x in out if len(x) < 4 or not index.to(x)]
+
+
+def _related_to_any(x: str, others: set[str]) -> bool:
+    """`related(x, y)` for some y of `others`, x of 4 letters or more and not among them."""
+    for y in others:
+        if len(y) >= 4 and (
+            (x.startswith(y) or x.endswith(y))
+            if len(y) <= len(x)
+            else (y.startswith(x) or y.endswith(x))
+        ):
+            return True
+    return False
 
 
 def dice(a: set[str], b: set[str]) -> float:
@@ -189,26 +222,35 @@ def word_similarity(a: list[str], b: list[str]) -> float:
 
 def compare(a: list[str], b: list[str]) -> tuple[float, list[str]]:
     """`word_similarity(a, b)`, and the distinct words of b related to no word of a."""
-    return compare_read(Read(a, _trigrams(a)), Read(b, _trigrams(b)))
+    return compare_read(read_words(a), read_words(b))
 
 
 class Read(NamedTuple):
-    """A message's content words and their trigram counts (what `compare` reads)."""
+    """A message's content words, their trigram counts (what `compare` reads), and what
+    is worked out of them once: the distinct words and the counts' norm (`cosine`'s)."""
 
     words: list[str]
     grams: Counter[str]
+    distinct: set[str]
+    norm: float
 
 
 def read_words(words: list[str]) -> Read:
-    return Read(words, _trigrams(words))
+    grams = _trigrams(words)
+    return Read(words, grams, set(words), _norm(grams))
 
 
 def compare_read(a: Read, b: Read) -> tuple[float, list[str]]:
     """`compare` of two messages read already (`read_words`)."""
-    set_a, set_b = set(a.words), set(b.words)
+    set_a, set_b = a.distinct, b.distinct
     new_in_b = unrelated(set_b, set_a)
-    sim = 0.5 * _dice(set_a, set_b, new_in_b) + 0.5 * cosine(a.grams, b.grams)
-    return sim, new_in_b
+    if not set_a or not set_b:  # `_dice` and `cosine` are 0 (no words: no grams either)
+        return 0.0, new_in_b
+    hits_a = len(set_a) - len(unrelated(set_a, set_b))
+    hits_b = len(set_b) - len(new_in_b)
+    dice = (hits_a + hits_b) / (len(set_a) + len(set_b))  # `_dice`, its sets read once
+    cos = _dot(a.grams, b.grams) / (a.norm * b.norm) if a.grams and b.grams else 0.0
+    return 0.5 * dice + 0.5 * cos, new_in_b
 
 
 class LastRead:
