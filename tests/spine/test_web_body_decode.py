@@ -70,3 +70,54 @@ def test_lone_surrogates_are_refused_only_from_escapes() -> None:
     pair = json.dumps({"text": "😀"}).encode()  # ASCII: \ud83d\ude00, a valid pair
     assert decode_json_object(pair) == {"text": "😀"}
     assert decode_json_object('{"text": "😀 \\\\ud800"}'.encode()) == {"text": "😀 \\ud800"}
+
+
+def _as_before(raw: bytes) -> tuple[str, object]:
+    """What the body decoded to with `json.loads` and its option (a decoder per call), or
+    why it was refused: the oracle of the decoder made once."""
+    text = raw.decode("utf-8")
+
+    def constant(name: str) -> object:
+        raise BodyError(f"{name} is not JSON")
+
+    try:
+        value = json.loads(text, parse_constant=constant)
+    except BodyError as exc:
+        return "refused", str(exc)
+    except (ValueError, RecursionError):
+        return "refused", "not JSON"
+    if not isinstance(value, dict):
+        return "refused", "the body must be a JSON object"
+    return "value", value
+
+
+def _now(raw: bytes) -> tuple[str, object]:
+    try:
+        return "value", decode_json_object(raw)
+    except BodyError as exc:
+        return "refused", str(exc)
+
+
+_json_bits = st.sampled_from(
+    ['{"text": ', '"x"', "1", "NaN", "-Infinity", "Infinity", "}", "{", "[", "]", ",", ":",
+     "\ufeff", " ", "\n", '"a"', "true", "null", '"\\u00e9"', "1e999", "-0", "{}"]
+)  # fmt: skip
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(_json_bits, max_size=12).map("".join) | st.text(max_size=40))
+def test_the_decoder_made_once_answers_as_json_loads_did(text: str) -> None:
+    raw = text.encode("utf-8", "surrogatepass")
+    if not text.strip() or "\\u" in text or any("\ud800" <= c <= "\udfff" for c in text):
+        return  # an empty body, or the surrogate and UTF-8 checks: not the decoder's
+    assert _now(raw) == _as_before(raw), text
+
+
+def test_a_byte_order_mark_and_the_constants_are_still_not_json() -> None:
+    for raw in (b'\xef\xbb\xbf{"text": "hi"}', b'{"text": NaN}', b'{"a": -Infinity}'):
+        try:
+            decode_json_object(raw)
+        except BodyError as exc:
+            assert "not JSON" in str(exc), raw
+        else:
+            raise AssertionError(raw)

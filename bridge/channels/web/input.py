@@ -133,6 +133,10 @@ def _no_constants(name: str) -> Any:
     raise BodyError(f"{name} is not JSON")
 
 
+# made once: `json.loads` with an option builds a decoder (and its scanner) on every call
+_DECODER = json.JSONDecoder(parse_constant=_no_constants)
+
+
 def decode_json_object(raw: bytes, max_depth: int = MAX_DEPTH) -> dict[str, Any]:
     """The body as a JSON object (UTF-8, strict JSON, shallow); BodyError otherwise."""
     if not raw.strip():
@@ -144,7 +148,7 @@ def decode_json_object(raw: bytes, max_depth: int = MAX_DEPTH) -> dict[str, Any]
     if _too_deep(text, max_depth):
         raise BodyError(f"JSON nested deeper than {max_depth} levels")
     try:
-        value = json.loads(text, parse_constant=_no_constants)
+        value = _DECODER.decode(text)  # `json.loads` but for its BOM check: not JSON either
     except BodyError:
         raise
     except (ValueError, RecursionError):
