@@ -53,6 +53,12 @@ def token_key(token: bytes) -> str:
     return hashlib.sha256(token).hexdigest()[:16]
 
 
+def _table(tokens: Mapping[str, str]) -> list[tuple[bytes, str, str]]:
+    """(the token's bytes, its tenant, its `token_key`) of each configured token: the key
+    hashed once per (re)load, not on every request."""
+    return [(token.encode(), tenant, token_key(token.encode())) for token, tenant in tokens.items()]
+
+
 class WebGate:
     def __init__(
         self,
@@ -60,32 +66,32 @@ class WebGate:
         local_tenant: str,
         barred: Callable[[str], bool] = lambda tenant: False,
     ) -> None:
-        self._tokens = [(token.encode(), tenant) for token, tenant in tokens.items()]
+        self._tokens = _table(tokens)
         self.local_tenant = local_tenant
         self._barred = barred
 
     def replace(self, tokens: Mapping[str, str]) -> None:
         """Reloaded tokens, in one step: a token no longer configured is refused
         from the next request on (a removed tenant's page reads nothing more)."""
-        self._tokens = [(token.encode(), tenant) for token, tenant in tokens.items()]
+        self._tokens = _table(tokens)
 
     def keys(self) -> list[str]:
         """The `token_key` of every configured token."""
-        return [token_key(known) for known, _ in self._tokens]
+        return [key for _, _, key in self._tokens]
 
     def caller(self, request: web.Request) -> tuple[str, str] | None:
         """(tenant, token_key) of the request's bearer token, or None (no token, a
         wrong one, a barred tenant's)."""
-        found = self._found(request)
-        return (found[0], token_key(found[1])) if found is not None else None
+        return self._found(request)
 
     def tenant(self, request: web.Request) -> str | None:
         """The tenant of the request's bearer token, or None (no token, a wrong one)."""
         found = self._found(request)
         return found[0] if found is not None else None
 
-    def _found(self, request: web.Request) -> tuple[str, bytes] | None:
-        """(tenant, the configured token) the request's bearer token matches, or None."""
+    def _found(self, request: web.Request) -> tuple[str, str] | None:
+        """(tenant, `token_key`) of the configured token the request's bearer token
+        matches, or None."""
         scheme, _, token = request.headers.get("Authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not token:
             return None
@@ -93,9 +99,9 @@ class WebGate:
         # surrogateescape): encoded so they cannot fail, they match no token (a 401)
         given = token.strip().encode("utf-8", "surrogatepass")
         found = None
-        for known, tenant in self._tokens:  # all of them: the time says nothing of which
+        for known, tenant, key in self._tokens:  # all of them: the time says nothing of which
             if hmac.compare_digest(given, known):
-                found = tenant, known
+                found = tenant, key
         if found is None or self._barred(found[0]):
             return None
         return found
