@@ -103,7 +103,7 @@ class _Cache:
 def _decoded(data: bytes) -> CodeType | None:
     try:
         code = marshal.loads(data)
-    except (EOFError, ValueError, TypeError):
+    except Exception:  # damaged: EOFError, ValueError, TypeError, SystemError
         return None
     return code if isinstance(code, CodeType) else None
 
@@ -121,7 +121,7 @@ def read_marshal(path: Path, header: bytes) -> object:
     gc.disable()  # thousands of objects at once: no collection may traverse them half-made
     try:
         return marshal.loads(data[len(header) :])
-    except (EOFError, ValueError, TypeError):
+    except Exception:  # damaged: EOFError, ValueError, TypeError, SystemError
         return None
     finally:
         if enabled:

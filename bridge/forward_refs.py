@@ -65,7 +65,7 @@ class _Kept(KeptEntries):
 def _decoded(data: bytes) -> CodeType | None:
     try:
         code = marshal.loads(data)
-    except (EOFError, ValueError, TypeError):
+    except Exception:  # damaged: EOFError, ValueError, TypeError, SystemError
         return None
     return code if isinstance(code, CodeType) else None
 

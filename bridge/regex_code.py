@@ -144,7 +144,7 @@ def _decoded(data: bytes) -> Entry | None:
     """A marshalled entry, or None when it does not load or is not of an entry's shape."""
     try:
         value = marshal.loads(data)
-    except (EOFError, ValueError, TypeError):
+    except Exception:  # damaged: EOFError, ValueError, TypeError, SystemError
         return None
     if not (isinstance(value, tuple) and len(value) == 5):
         return None

@@ -955,11 +955,12 @@ class Matcher:
         # left for later; one that ends before it is final.
         open_at = self.open_at(text)
         spans = self.spans(text)
-        for start, end, _ in reversed(spans):  # a match that more text could lengthen waits
-            if end <= open_at:  # whole, and so does one that what it needs held reaches into
-                break
+        for k in range(len(spans) - 1, -1, -1):  # a match that more text could lengthen
+            start, end, _ = spans[k]  # waits whole, with what it needs held (`_with_left`),
+            if end <= open_at:  # but never a match before it: that one is sent masked now
+                break  # (holding it again and again made a chain of them quadratic)
             if start < open_at:
-                open_at = _with_left(text, start)
+                open_at = max(_with_left(text, start), spans[k - 1][1] if k else 0)
         out: list[str] = []
         last = 0
         for start, end, mark in spans:

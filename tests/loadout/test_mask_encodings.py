@@ -544,3 +544,21 @@ def test_a_value_holding_fullwidth_characters_is_masked_as_stored() -> None:
         assert "[vault:V]" in masker.mask(text) and value not in masker.mask(text), text
         for size in (1, 3):
             assert _streamed(masker, text, size) == masker.mask(text), (text, size)
+
+
+def test_a_chain_of_fullwidth_values_streams_as_it_comes() -> None:
+    """atk2 s42 #1: a value written in fullwidth many times, a U+3000 apart, was held whole
+    until the stream ended (each match held the one before it: quadratic, and the reply
+    froze); each match is sent, masked, once the next one's context is known."""
+    wide = str.maketrans({chr(c): chr(c + 0xFEE0) for c in range(0x21, 0x7F)})
+    masker = Masker({"V": "Rt5pLm8Qz2Wx7Nv4"})
+    text = "\u3000".join(["Rt5pLm8Qz2Wx7Nv4".translate(wide)] * 60) + "。"
+    stream = masker.stream()
+    sent = [stream.feed(char) for char in text]
+    assert (
+        "".join(sent) + stream.flush()
+        == masker.mask(text)
+        == "\u3000".join(["[vault:V]"] * 60) + "。"
+    )
+    shown = "".join(sent[: len(text) // 2])  # half-way, what was sent: all but a short tail
+    assert shown.count("[vault:V]") >= 28, shown

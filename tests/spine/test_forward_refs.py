@@ -147,6 +147,19 @@ def test_a_damaged_entry_or_file_is_compiled_again(tmp_path: Path, bytecode_on: 
     assert calls == ["int", "str"]
     kept.save()  # rewritten with the good codes
     assert forward_refs._Kept(path).entries.keys() == {"int", "str"}
+    # atk2 s42 #3: a flipped bit that marshal answers with SystemError crashed every process
+    flipped = bytes.fromhex(
+        "630000000000000080000000000200000000000000f30c0000009700650064007a070000530029014e"
+        "2901da03696e74a900f300000000fa043c66723efa083c6d6f64756c653e720500000001000000730e"
+        "000000f003010101d800038064810a800a7203000000"
+    )
+    with pytest.raises(SystemError):
+        marshal.loads(flipped)
+    path.write_bytes(forward_refs._HEADER + marshal.dumps({"int | None": flipped}))
+    kept = forward_refs._Kept(path)
+    cached = forward_refs.cached_compile(kept.entries, _counting(calls), kept)
+    assert cached("int | None", "<string>", "eval") == _plain("int | None")
+    assert calls[-1] == "int | None"
     for content in (b"", b"garbage", b"roost-forward-refs 0|" + marshal.dumps({"int": b""})):
         path.write_bytes(content)
         assert forward_refs._Kept(path).entries == {}
