@@ -81,7 +81,7 @@ class _Cache:
         `keep()` (asked on a miss only: a warm cache never asks)."""
         found = self.codes.get(text)
         if isinstance(found, bytes):
-            found = _decoded(found)
+            found = decoded_code(found)
             if found is not None:
                 self.codes[text] = found
         if found is None:
@@ -100,7 +100,8 @@ class _Cache:
             write_marshal(self.path, _MAGIC, entries)
 
 
-def _decoded(data: bytes) -> CodeType | None:
+def decoded_code(data: bytes) -> CodeType | None:
+    """A code object marshalled on its own, or None when the bytes are damaged."""
     try:
         code = marshal.loads(data)
     except Exception:  # damaged: EOFError, ValueError, TypeError, SystemError

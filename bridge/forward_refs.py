@@ -44,7 +44,7 @@ from pathlib import Path
 from types import CodeType
 from typing import Any
 
-from bridge.dataclass_code import KeptEntries, cache_path
+from bridge.dataclass_code import KeptEntries, cache_path, decoded_code
 
 _VERSIONS = ((3, 11),)
 _MAX = 4_096  # texts kept in a process; roost's start-up has about 280 (`serve` 300)
@@ -62,14 +62,6 @@ class _Kept(KeptEntries):
         return value if isinstance(value, bytes) else marshal.dumps(value)
 
 
-def _decoded(data: bytes) -> CodeType | None:
-    try:
-        code = marshal.loads(data)
-    except Exception:  # damaged: EOFError, ValueError, TypeError, SystemError
-        return None
-    return code if isinstance(code, CodeType) else None
-
-
 def cached_compile(
     table: MutableMapping[str, Any],
     compile_: Callable[..., Any] = builtins.compile,
@@ -85,7 +77,7 @@ def cached_compile(
         source = args[0]
         code = table.get(source)
         if type(code) is not CodeType:  # marshalled (a file's), or not there
-            code = _decoded(code) if type(code) is bytes else None
+            code = decoded_code(code) if type(code) is bytes else None
             if code is not None:
                 table[source] = code
             else:
