@@ -53,6 +53,7 @@ from bridge.llm.openai_wire import (
     bad_response,
     build_body,
     completion_events,
+    completion_reasoning,
     parse_json,
     server_error_code,
     server_error_message,
@@ -128,7 +129,7 @@ class OpenAIBackend:
         body = build_body(self._model, request)
         think = ThinkBlock()  # a reasoning model's leading <think> block is not the answer
         try:
-            async with aclosing(self._retry.run(lambda: self._attempt(body))) as events:
+            async with aclosing(self._retry.run(lambda: self._attempt(body, think))) as events:
                 async for event in events:
                     if isinstance(event, TextDelta):
                         try:
@@ -166,7 +167,10 @@ class OpenAIBackend:
             text = text.replace(self._api_key, "***")
         return text
 
-    async def _attempt(self, body: dict[str, Any]) -> AsyncGenerator[ModelEvent, None]:
+    async def _attempt(
+        self, body: dict[str, Any], think: ThinkBlock
+    ) -> AsyncGenerator[ModelEvent, None]:
+        """One request; `think` is told when the server sends the reasoning apart."""
         import aiohttp
 
         post = self._client().post(
@@ -188,17 +192,20 @@ class OpenAIBackend:
                         raw = await read_body(response, self._timeout_s, True, MAX_JSON_BODY)
                     except TooLarge as exc:
                         raise bad_response(f"the JSON reply: {exc}") from exc
-                    for event in completion_events(parse_json(raw)):
+                    reply = parse_json(raw)
+                    if completion_reasoning(reply):
+                        think.apart()
+                    for event in completion_events(reply):
                         yield event
                     return
-                async with aclosing(self._sse(response, ctype)) as events:
+                async with aclosing(self._sse(response, ctype, think)) as events:
                     async for event in events:
                         yield event
             except aiohttp.ClientError as exc:
                 raise Retry("unavailable", connection_detail(exc)) from exc
 
     async def _sse(
-        self, response: aiohttp.ClientResponse, ctype: str
+        self, response: aiohttp.ClientResponse, ctype: str, think: ThinkBlock
     ) -> AsyncGenerator[ModelEvent, None]:
         decoder = SSEDecoder()
         assembler = StreamAssembler()
@@ -214,7 +221,14 @@ class OpenAIBackend:
                 if data.strip() == "[DONE]":
                     done = True
                     break
-                for event in assembler.feed(parse_json(data)):
+                reasoned = assembler.reasoning
+                events = assembler.feed(parse_json(data))
+                if assembler.reasoning > reasoned:  # the reasoning apart: output, bounded
+                    think.apart()  # (before this chunk's text reaches the filter)
+                    idle.progress()
+                    if assembler.reasoning > MAX_THINK_CHARS:
+                        raise ServerFault("bad_response", THINK_LOOP, "reasoning_content")
+                for event in events:
                     idle.progress()  # said something: empty events alone are keep-alives
                     yield event
             if not chunk:

@@ -243,10 +243,23 @@ def _arguments_text(value: Any) -> str:
     return json.dumps(value)  # some servers send an object instead of a string
 
 
+def reasoning_apart(part: Mapping[str, Any]) -> int:
+    """How many characters of the model's reasoning a delta or message carries in a field
+    of its own (`reasoning_content`: vLLM and SGLang with a reasoning parser, DeepSeek's
+    API, LM Studio; `reasoning`: newer vLLM, Ollama, OpenRouter): then the content is the
+    answer alone."""
+    return max((len(v) for k in _REASONING_KEYS if isinstance(v := part.get(k), str)), default=0)
+
+
+_REASONING_KEYS = ("reasoning_content", "reasoning")
+
+
 class StreamAssembler:
-    """Feed it streamed chunks; it returns events as they become complete."""
+    """Feed it streamed chunks; it returns events as they become complete. `reasoning`
+    counts the characters of reasoning the deltas carried apart (`reasoning_apart`)."""
 
     def __init__(self) -> None:
+        self.reasoning = 0
         self._calls: dict[int, _PartialCall] = {}
         self._last_index: int | None = None
         self._emitted_calls = 0
@@ -277,6 +290,7 @@ class StreamAssembler:
             delta = choice.get("delta") or {}
             if not isinstance(delta, Mapping):
                 raise bad_response("`delta` is not an object")
+            self.reasoning += reasoning_apart(delta)
             content = delta.get("content")
             if isinstance(content, str) and content:
                 self._grow(len(content))
@@ -368,6 +382,15 @@ class StreamAssembler:
         self._calls.clear()
         self._last_index = None
         return events
+
+
+def completion_reasoning(obj: Any) -> bool:
+    """A non-streaming `chat.completion` carries the reasoning apart (`reasoning_apart`)."""
+    choices = obj.get("choices") if isinstance(obj, Mapping) else None
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
+        return False
+    msg = choices[0].get("message")
+    return isinstance(msg, Mapping) and reasoning_apart(msg) > 0
 
 
 def completion_events(obj: Any) -> list[ModelEvent]:

@@ -2,9 +2,10 @@
 
 DeepSeek-R1 and Qwen3 served through an OpenAI-compatible API (Ollama, vLLM,
 llama.cpp) may open their answer's text with their reasoning between `<think>`
-and `</think>` (a server that splits it out sends it as `reasoning_content`,
-which roost never reads). The person was shown it, the session stored it and
-the model was sent it again with every later turn. `ThinkBlock` drops a block
+and `</think>` (a server that splits it out sends it as `reasoning_content`, which
+roost never shows: then all of the text is the answer, `apart`). The person was shown
+it, the session stored it and the model was sent it again with every later turn.
+`ThinkBlock` drops a block
 that opens the answer (whitespace before it aside) as the text streams in:
 what may still be the opening tag is held back until it can be told apart, only
 a tail that may be a tag is kept while inside, and a block that is never closed is
@@ -45,7 +46,7 @@ class ThinkTooLong(ValueError):
     """The leading block went on past `MAX_THINK_CHARS` without closing."""
 
 
-State = Literal["start", "inside", "after", "text"]
+State = Literal["start", "inside", "after", "text", "apart"]
 
 
 class ThinkBlock:
@@ -57,10 +58,19 @@ class ThinkBlock:
         self._space: list[str] = []  # start: the leading whitespace, kept for the answer
         self._seen, self._limit = 0, limit
 
+    def apart(self) -> None:
+        """The server sends the reasoning in a field of its own (`reasoning_content`): all of
+        the text is the answer, a leading `<think>` too (the person asked about the tag),
+        unless a block was already begun."""
+        if self._state == "start":
+            self._state = "apart"
+
     def feed(self, text: str) -> str:
         """The part of `text` (with what was held) that is the answer's, now."""
         if self._state == "text":
             return text
+        if self._state == "apart":
+            return self._to_text() + text
         self._seen += len(text)
         if self._state == "start" and not self._held:  # only whitespace so far
             lead = text.lstrip()  # this piece's is set aside, each piece looked at once
@@ -98,7 +108,7 @@ class ThinkBlock:
 
     def finish(self) -> str:
         """What was held and is the answer's, at the end (a block never closed: nothing)."""
-        out = self._to_text() if self._state == "start" else ""
+        out = self._to_text() if self._state in ("start", "apart") else ""
         self._state, self._held = "text", ""
         return out
 

@@ -81,6 +81,10 @@ class Text:
     # usage.prompt_tokens_details.cached_tokens, part of prompt_tokens as OpenAI counts it
     usage: tuple[int, ...] | None = None
     cut_after: int | None = None  # drop the connection after this many chunks
+    # reasoning sent apart before the text, a piece a chunk, in `reasoning_content` (vLLM
+    # or SGLang with a reasoning parser, DeepSeek's API) or another field (`reasoning`)
+    reasoning: Sequence[str] = ()
+    reasoning_field: str = "reasoning_content"
 
 
 @dataclass(frozen=True)
@@ -403,6 +407,9 @@ class FakeOpenAI:
         if isinstance(response, Text):
             pieces = list(response.pieces) if response.pieces is not None else _words(response.text)
             out = [({"role": "assistant", "content": ""}, None)]
+            out += [
+                ({response.reasoning_field: r, "content": None}, None) for r in response.reasoning
+            ]
             out += [({"content": p}, None) for p in pieces]
             return [*out, ({}, response.finish_reason)]
         out = [({"role": "assistant", "content": None}, None)]

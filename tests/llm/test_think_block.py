@@ -12,7 +12,7 @@ import pytest
 
 from bridge.llm.think import ThinkBlock, ThinkTooLong
 from bridge.types.backend import BackendError, TextDelta
-from tests.fakes.fake_openai import Text
+from tests.fakes.fake_openai import Json, Text
 from tests.llm.support import collect
 
 CASES = [
@@ -220,3 +220,50 @@ def test_a_long_answer_after_a_named_tag_streams_past_the_allowance() -> None:
     shown = [block.feed(piece) for piece in pieces]
     assert "".join(shown) + block.finish() == ("x" * 99 + "\n") * 2000
     assert shown[-3:] == pieces[-3:]  # streamed by the end, not held to it
+
+
+@pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
+async def test_an_answer_is_not_filtered_when_the_server_sends_the_reasoning_apart(
+    fake, make_backend, field: str
+) -> None:
+    """atk s42 #3: vLLM or SGLang with a reasoning parser (or DeepSeek's API) send the
+    reasoning in a field of its own and the answer alone as content; an answer that began
+    with `<think>` (the person asked about the tag) was swallowed by the filter."""
+    answer = "<think> is the tag Qwen3 opens its reasoning with; </think> ends it."
+    fake.script(Text(answer, reasoning=["The user asks ", "about the tag."], reasoning_field=field))
+    events = await collect(make_backend())
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == answer
+
+
+async def test_a_reply_without_reasoning_apart_is_still_filtered(fake, make_backend) -> None:
+    fake.script(Text("<think>plan</think>The answer.", reasoning=[]))
+    events = await collect(make_backend())
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "The answer."
+
+
+async def test_reasoning_sent_apart_is_bounded_like_a_leading_block(fake, make_backend) -> None:
+    """Reasoning in its own field is read (it is no keep-alive: the stream is not idle),
+    and a model looping there ends the call past the same 160,000 characters."""
+    piece = "I should think more. " * 50
+    fake.script(Text("never", reasoning=[piece] * 200))
+    with pytest.raises(BackendError) as info:
+        await collect(make_backend())
+    assert "kept reasoning past 160,000 characters" in info.value.user_message
+
+
+async def test_a_whole_reply_with_the_reasoning_apart_is_not_filtered(fake, make_backend) -> None:
+    answer = "<think> opens a reasoning block."
+    body = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": answer, "reasoning_content": "x"},
+                "finish_reason": "stop",
+            }
+        ],
+    }
+    fake.script(Json(body=body))
+    events = await collect(make_backend())
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == answer
