@@ -894,7 +894,7 @@ class Matcher:
         at = min(cut, len(base) - self._held(low))
         # what follows decides if a short fullwidth run is read as ASCII (`spans`): a whole
         # form that ends the tail with one waits
-        if _FULLWIDTH_END.search(text, 0, cut) is not None:
+        if _FULLWIDTH_END.search(text, max(0, cut - 4), cut) is not None:
             first = max(0, len(low) - self._window)
             for start, end, _ in self._found(low[first:]):
                 if first + end >= len(low) - 1:
@@ -905,13 +905,10 @@ class Matcher:
             reach *= HIDDEN_REACH
         # the whole tail read joined, spaces and all (a passphrase with an invisible
         # character inside), and a line break may follow its last blanks
+        if (joined_at := self._joined_at(low, reach)) is not None:
+            at = min(at, joined_at)
         first = max(0, len(low) - reach)
         tail = low[first:]
-        joined = _BREAKS.sub("", tail).rstrip(" \t\r")
-        if joined != tail:
-            held = self._held(joined)
-            if held:
-                at = min(at, first + _unbroken(tail, len(joined) - held))
         if self._spaced:  # the tail with each run of blanks as one space, invisibles removed
             spaced = tail.translate(_LINE_SEPARATORS)  # blanks, though hidden
             seen = _INVISIBLES.sub("", spaced)
@@ -922,12 +919,9 @@ class Matcher:
         view = _View(base, _has_hidden(base))
         if view.at:
             at = min(at, view.start(len(view.canon) - self._held(view.canon)))
-            if view.dropped:  # an escaped invisible character, then a line break (`spans`)
-                first = max(0, len(view.canon) - reach)
-                tail = view.canon[first:]
-                joined = _BREAKS.sub("", tail).rstrip(" \t\r")
-                if joined != tail and (held := self._held(joined)):
-                    at = min(at, view.start(first + _unbroken(tail, len(joined) - held)))
+            # an escaped invisible character, then a line break (`spans`)
+            if view.dropped and (joined_at := self._joined_at(view.canon, reach)) is not None:
+                at = min(at, view.start(joined_at))
             if self._spaced:  # decoded blanks (`\n`, `\u00a0`) and escapes between them
                 first = max(0, len(view.canon) - reach)
                 tail = view.canon[first:]
@@ -944,6 +938,16 @@ class Matcher:
         if k >= 0 and at < whole.ends[k]:
             at = whole.starts[k]
         return at
+
+    def _joined_at(self, low: str, reach: int) -> int | None:
+        """Where in `low` its last `reach` characters, read with their breaks removed
+        (`_BREAKS`; blanks before a line break too), start a form, or None."""
+        first = max(0, len(low) - reach)
+        tail = low[first:]
+        joined = _BREAKS.sub("", tail).rstrip(" \t\r")
+        if joined == tail or not (held := self._held(joined)):
+            return None
+        return first + _unbroken(tail, len(joined) - held)
 
     def split(self, text: str) -> tuple[str, str]:
         """(text with every final match replaced, raw tail to hold back)."""
