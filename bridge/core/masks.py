@@ -15,6 +15,7 @@ from typing import Protocol
 
 from bridge.types.backend import ChatMessage
 from bridge.types.masked import Masked
+from bridge.types.messages import valid_unicode
 
 
 class StreamMask(Protocol):
@@ -26,27 +27,40 @@ class StreamMask(Protocol):
 class SplitMask(Protocol):
     def mask(self, text: str) -> Masked: ...
 
-    def split(self, text: str) -> tuple[Masked, str]: ...
+    def split(self, text: str, sent: int = 0, *, end: bool = False) -> tuple[Masked, str]: ...
+
+
+LEFT_CHARS = 8  # characters already sent that a stream keeps to read what follows them
 
 
 class MaskedDeltas:
     """Feed answer deltas in order; send what `feed` returns; `flush` at the end. The
     tail held back (what may start a secret's spelling) is checked again with every
     piece, by `masker`'s `split` as it is at that moment (a turn's masker grows when a
-    screen refuses a text)."""
+    screen refuses a text). The last `LEFT_CHARS` characters sent are read again, never
+    sent again, before each piece: what is just before a text can decide how it reads (an
+    ASCII letter before a short run of fullwidth letters makes it a value's spelling, as
+    in the whole text: `a\uff44\uff4f\uff47`)."""
 
-    __slots__ = ("_masker", "_pending")
+    __slots__ = ("_left", "_masker", "_pending")
 
     def __init__(self, masker: SplitMask) -> None:
         self._masker = masker
+        self._left = ""  # the end of what was sent, read as context only
         self._pending = ""
 
     def feed(self, delta: str) -> Masked:
-        out, self._pending = self._masker.split(self._pending + delta)
-        return out
+        return self._read(self._pending + delta, end=False)
 
     def flush(self) -> Masked:
-        out, self._pending = self._masker.mask(self._pending), ""
+        return self._read(self._pending, end=True)
+
+    def _read(self, new: str, *, end: bool) -> Masked:
+        # valid Unicode before the offsets are counted: a surrogate pair split between two
+        # pieces would otherwise become one character inside the masker
+        text = self._left + valid_unicode(new)
+        out, self._pending = self._masker.split(text, len(self._left), end=end)
+        self._left = text[: len(text) - len(self._pending)][-LEFT_CHARS:]
         return out
 
 
@@ -65,6 +79,8 @@ class OutputMask(Protocol):
         """`m` with its text and tool-call arguments masked."""
         ...
 
-    def split(self, text: str) -> tuple[Masked, str]:
-        """(`text` masked as far as it is final, the raw tail that may start a spelling)."""
+    def split(self, text: str, sent: int = 0, *, end: bool = False) -> tuple[Masked, str]:
+        """(`text` masked as far as it is final, the raw tail that may start a spelling).
+        Its first `sent` characters were sent already: read, never returned. `end`: no
+        more text comes, so nothing is held."""
         ...

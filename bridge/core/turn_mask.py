@@ -66,8 +66,8 @@ class TurnMask:
     def also(self, texts: Iterable[str]) -> OutputMask:
         return self.masker_now().also(texts)
 
-    def split(self, text: str) -> tuple[Masked, str]:
-        return self.masker_now().split(text)
+    def split(self, text: str, sent: int = 0, *, end: bool = False) -> tuple[Masked, str]:
+        return self.masker_now().split(text, sent, end=end)
 
     def stream(self) -> MaskedDeltas:
         """The turn's deltas masked as they come, each piece by the masker of now."""

@@ -949,29 +949,35 @@ class Matcher:
             return None
         return first + _unbroken(tail, len(joined) - held)
 
-    def split(self, text: str) -> tuple[str, str]:
-        """(text with every final match replaced, raw tail to hold back)."""
+    def split(self, text: str, sent: int = 0, *, end: bool = False) -> tuple[str, str]:
+        """(text from `sent` on with every final match replaced, raw tail to hold back).
+        The first `sent` characters were sent already: they are read, as what decides how
+        the rest reads, and never returned; a match that began in them is replaced from
+        `sent` on. `end`: no more text comes, every match is final."""
         if self._pattern is None:
-            return text, ""
+            return text[sent:], ""
+        if sent and _FULLWIDTH_RUN[1].search(text, sent) is None:
+            text, sent = text[sent:], 0  # only how a fullwidth run reads depends on before it
         # From `open_at` on, the text may be the start of a form that more text
         # would complete (or lengthen: padding after unpadded base64, an escape
         # cut in two, another value overlapping it), so a match reaching there is
         # left for later; one that ends before it is final.
-        open_at = self.open_at(text)
+        open_at = len(text) if end else max(sent, self.open_at(text))
         spans = self.spans(text)
         for k in range(len(spans) - 1, -1, -1):  # a match that more text could lengthen
-            start, end, _ = spans[k]  # waits whole, with what it needs held (`_with_left`),
-            if end <= open_at:  # but never a match before it: that one is sent masked now
+            start, end_, _ = spans[k]  # waits whole, with what it needs held (`_with_left`),
+            if end_ <= open_at:  # but never a match before it: that one is sent masked now
                 break  # (holding it again and again made a chain of them quadratic)
             if start < open_at:
-                open_at = max(_with_left(text, start), spans[k - 1][1] if k else 0)
+                open_at = max(_with_left(text, start), spans[k - 1][1] if k else 0, sent)
         out: list[str] = []
-        last = 0
-        for start, end, mark in spans:
-            if end > open_at:
+        last = sent
+        for start, end_, mark in spans:
+            if end_ > open_at:
                 break
-            out += (text[last:start], mark)
-            last = end
+            if end_ > sent:
+                out += (text[last:start] if start > last else "", mark)
+                last = end_
         out.append(text[last:open_at])
         return "".join(out), text[open_at:]
 
@@ -1013,10 +1019,11 @@ class Masker:
     def stream(self) -> MaskedDeltas:
         return MaskedDeltas(self)
 
-    def split(self, text: str) -> tuple[Masked, str]:
-        """(masked text safe to send now, raw tail to hold back)."""
-        sent, held = self._matcher.split(valid_unicode(text))
-        return Masked(sent), held
+    def split(self, text: str, sent: int = 0, *, end: bool = False) -> tuple[Masked, str]:
+        """(masked text safe to send now, raw tail to hold back); the first `sent`
+        characters of `text` were sent already (`Matcher.split`)."""
+        out, held = self._matcher.split(valid_unicode(text), sent, end=end)
+        return Masked(out), held
 
 
 def mask(text: str, secrets: Mapping[str, str]) -> Masked:

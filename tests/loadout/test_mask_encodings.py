@@ -489,6 +489,60 @@ def test_a_stream_reads_short_fullwidth_runs_as_the_whole_text_does() -> None:
             assert _streamed(masker, text, size) == whole, (text, size)
 
 
+def test_a_stream_reads_what_it_already_sent_before_a_fullwidth_run() -> None:
+    """Session 42's documented gap: an ASCII letter just before a short fullwidth run makes
+    it read as ASCII (`a\uff44\uff4f\uff47` is `adog`), but a stream had sent the letter
+    before the run came and read the run alone: the whole text was masked, the stream let
+    the value through. A stream now reads its last characters sent again (never sending
+    them again) before each piece. Seeded as the test above, with such letters before."""
+    wide = str.maketrans({chr(c): chr(c + 0xFEE0) for c in range(0x21, 0x7F)})
+    cases = [
+        ("dog cat", "a" + "dog".translate(wide) + "\n\n" + "cat".translate(wide) + " pre "),
+        ("run x/y", "a" + "run".translate(wide) + "\nx/y   post"),
+        ("ab dog", "a" + "ab".translate(wide) + "\ndog\n"),
+    ]
+    for value, text in cases:
+        masker = Masker({"V": value})
+        assert masker.mask(text).startswith("a[vault:V]"), text
+        for size in (1, 2, 3):
+            assert _streamed(masker, text, size) == masker.mask(text), (text, size)
+    rng = random.Random(43)
+    words = ["cat", "dog", "x/y", "Kq9L", "run", "ab", "fox", "ok!"]
+    before = ["a", "e ", "pw:a", "x1", "ｂ a"]
+    after = [" post", "。", "", "\na", "\u3000ｂ ", "ｃａｔ"]
+    for _ in range(150):
+        chosen = rng.sample(words, rng.randint(2, 3))
+        shown = ""
+        for k, word in enumerate(chosen):
+            shown += word.translate(wide) if rng.random() < 0.7 else word
+            shown += rng.choice([" ", "\u3000", "\n", "\n\n"]) if k < len(chosen) - 1 else ""
+        text = rng.choice(before) + shown + rng.choice(after)
+        masker = Masker({"V": " ".join(chosen)})
+        whole = masker.mask(text)
+        for size in (1, 2, 3):
+            assert _streamed(masker, text, size) == whole, (text, size)
+
+
+def test_what_a_stream_reads_again_is_never_sent_twice() -> None:
+    """The characters a stream keeps to read what follows are sent once: a text without a
+    value streams as itself in pieces of any size, a value after them is masked once, and a
+    surrogate pair split between two pieces moves no offset (each half is U+FFFD, as when
+    each piece was read alone)."""
+    masker = Masker({"V": "Rt5pLm8Qz2"})
+    rng = random.Random(7)
+    alphabet = "ab ｃｄ\u3000\n漢&;\\u0041é\u200b"
+    for _ in range(300):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
+        for size in (1, 2, 4):
+            assert _streamed(masker, text, size) == masker.mask(text), (text, size)
+    for size in (1, 3, 7):
+        out = _streamed(masker, "key Rt5pLm8Qz2 and Rt5pLm8Qz2!", size)
+        assert out == "key [vault:V] and [vault:V]!", size
+    stream = masker.stream()
+    out = stream.feed("x\ud83d") + stream.feed("\ude00 Rt5pLm8Qz2 y") + stream.flush()
+    assert out == "x\ufffd\ufffd [vault:V] y"
+
+
 def test_a_value_with_two_spaces_written_with_one_is_masked_streamed() -> None:
     """atk2 s41 #8: a value holding a double (or triple) space, written with a single space,
     was masked whole but sent when streamed: the tail was read with its blanks squeezed only
