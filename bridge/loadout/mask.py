@@ -344,22 +344,26 @@ _FULLWIDTH_RUN = {
     1: re.compile("[\uff01-\uff5e][\uff01-\uff5e]*"),
     # a run of four or more, or a shorter one next to ASCII or a Latin letter (U+00C0-U+024F,
     # U+1E00-U+1EFF) ("Rt5p\uff2c\uff4d8Qz", "\uff27\uff52\u00fc\u00dfe": a value half
-    # converted, an IME's fullwidth letters around accented ones, Vietnamese), also before
-    # one space or U+3000 and ASCII, at the text's end, or a run of them (an IME's
-    # "\uff43\uff41\uff54\u3000\uff44\uff4f\uff47": a passphrase of short words); CJK prose
-    # sets its fullwidth punctuation among CJK characters. A class first (`_run_of`): the
-    # run's first character, then what makes the run one
+    # converted, an IME's fullwidth letters around accented ones, Vietnamese), or one or two
+    # blanks (a space, U+3000, a tab or a line break) away from such a letter or another
+    # fullwidth run, or before one or two at the text's end (an IME's
+    # "\uff43\uff41\uff54\u3000\uff44\uff4f\uff47" or the same words a line each: a
+    # passphrase of short words); CJK prose sets its fullwidth punctuation among CJK
+    # characters. A class first (`_run_of`): the run's first character, then what makes the
+    # run one
     MIN_SECRET_CHARS: re.compile(
         "[\uff01-\uff5e](?:(?<=[!-~\u00c0-\u024f\u1e00-\u1eff].)[\uff01-\uff5e]*"
-        "|(?<=[\uff01-\uff5e][ \u3000].)[\uff01-\uff5e]*"
+        "|(?<=[!-~\u00c0-\u024f\u1e00-\u1eff\uff01-\uff5e][ \t\r\n\u3000].)[\uff01-\uff5e]*"
+        "|(?<=[!-~\u00c0-\u024f\u1e00-\u1eff\uff01-\uff5e][ \t\r\n\u3000]{2}.)[\uff01-\uff5e]*"
         "|[\uff01-\uff5e]{3,}"
         "|[\uff01-\uff5e]{0,2}(?=[!-~\u00c0-\u024f\u1e00-\u1eff]"
-        "|[ \u3000][!-~\u00c0-\u024f\u1e00-\u1eff\uff01-\uff5e]|[ \u3000]?\\Z))"
+        "|[ \t\r\n\u3000]{1,2}[!-~\u00c0-\u024f\u1e00-\u1eff\uff01-\uff5e]"
+        "|[ \t\r\n\u3000]{0,2}\\Z))"
     ),
 }
 _SPACE = re.compile(r"[^\S\t\n\v\f\r\x1c-\x1f\x85\u2028\u2029]")  # a space (Zs)
-# a short run of fullwidth characters ending a stream's tail (with one blank after it)
-_FULLWIDTH_END = re.compile("[\uff01-\uff5e]{1,3}[ \u3000]?\\Z")
+# a short run of fullwidth characters ending a stream's tail (with up to two blanks after it)
+_FULLWIDTH_END = re.compile("[\uff01-\uff5e]{1,3}([ \t\r\n\u3000]{0,2})\\Z")
 # what a decoded escape stands for, read as ASCII where it is a form of it
 _FOLD_CHAR: dict[int, str | int] = {**_HALFWIDTH, **_COMPAT}
 
@@ -894,10 +898,10 @@ class Matcher:
         at = min(cut, len(base) - self._held(low))
         # what follows decides if a short fullwidth run is read as ASCII (`spans`): a whole
         # form that ends the tail with one waits
-        if _FULLWIDTH_END.search(text, max(0, cut - 4), cut) is not None:
+        if (short := _FULLWIDTH_END.search(text, max(0, cut - 5), cut)) is not None:
             first = max(0, len(low) - self._window)
             for start, end, _ in self._found(low[first:]):
-                if first + end >= len(low) - 1:
+                if first + end >= len(low) - max(1, len(short.group(1))):
                     at = min(at, first + start)
         # a spelling may go on after a line break or an invisible character (`_Joined`)
         reach = self._window

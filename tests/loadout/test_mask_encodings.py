@@ -466,6 +466,30 @@ def test_short_fullwidth_words_of_a_passphrase_are_masked_whole_and_streamed() -
     assert Masker({"V": "cat dog run fox"}).mask(ordinary) == ordinary
 
 
+def test_short_fullwidth_words_a_line_apart_are_masked_whole_and_streamed() -> None:
+    """Session 42's documented gap: short fullwidth words of a passphrase one a line (or
+    after an ASCII word and a space, before two spaces) stayed fullwidth, so the value went
+    through whole and streamed. A run one or two blanks (a line break too) from a letter or
+    another run is now read as ASCII; CJK prose with its punctuation stays as it is."""
+    wide = str.maketrans({chr(c): chr(c + 0xFEE0) for c in range(0x21, 0x7F)})
+    w = {word: word.translate(wide) for word in ("cat", "dog", "run", "fox", "x/y", "ok!")}
+    cases = [
+        ("cat dog run fox", "pw:\n" + "\n".join(w[k] for k in ("cat", "dog", "run", "fox"))),
+        ("cat dog run", "words\n\n" + "\r\n".join(w[k] for k in ("cat", "dog", "run"))),
+        ("ok! run x/y", "e ok! " + w["run"] + "\n\nx/y" + "big".translate(wide)),
+        ("cat x/y", "acat\u3000" + w["x/y"] + " \u3002"),
+        ("ok! run", "\u6f22 ok! " + w["run"] + "  e "),
+        ("dog fox", "\u6f22\u5b57" + w["dog"] + "\n\n" + w["fox"] + "\u3000\u6f22"),
+    ]
+    for value, text in cases:
+        masker = Masker({"V": value})
+        assert "[vault:V]" in masker.mask(text), text
+        for size in (1, 2, 3, 5):
+            assert _streamed(masker, text, size) == masker.mask(text), (text, size)
+    ordinary = "我，你：\n（注）\n見出し\r\n！\n\n「ａｂ」漢字\tａ"
+    assert Masker({"V": "cat dog run fox"}).mask(ordinary) == ordinary
+
+
 def test_a_stream_reads_short_fullwidth_runs_as_the_whole_text_does() -> None:
     """Whether a short fullwidth run reads as ASCII depends on what is around it (a run of
     four, a space and another run before it, ASCII after it). A stream holds that with the
