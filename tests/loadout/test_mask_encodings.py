@@ -480,6 +480,7 @@ def test_short_fullwidth_words_a_line_apart_are_masked_whole_and_streamed() -> N
         ("cat x/y", "acat\u3000" + w["x/y"] + " \u3002"),
         ("ok! run", "\u6f22 ok! " + w["run"] + "  e "),
         ("dog fox", "\u6f22\u5b57" + w["dog"] + "\n\n" + w["fox"] + "\u3000\u6f22"),
+        ("Grüße a-b", "pre Grüße " + "a-b".translate(wide) + "\u3002"),
     ]
     for value, text in cases:
         masker = Masker({"V": value})
