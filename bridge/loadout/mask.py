@@ -629,10 +629,12 @@ class _Joined:
         hidden: bool | None = None,
         breaks: re.Pattern[str] = _BREAKS,
         regions: list[tuple[int, int]] | None = None,
+        places: Iterable[int] = (),
     ) -> None:
         """`breaks`: what is removed (`_INVISIBLES` keeps the line breaks: a passphrase's
         own spaces, `_spelled`, match them), in `regions` (those of the `_Joined` of the same
-        text and reach) where a line break is, or around every break."""
+        text and reach) where a line break is, or around every break and every one of
+        `places` (where a decoded view read an escaped invisible character away)."""
         self.low = low
         self.breaks = breaks
         self.regions: list[tuple[int, int]] = []
@@ -645,7 +647,7 @@ class _Joined:
         if ("\n" not in low or breaks is not _BREAKS) and not hidden:
             return
         if regions is None:
-            regions = self._around(low, reach, hidden)
+            regions = self._around(low, reach, hidden, places)
         if breaks is not _BREAKS:  # only where a line break is: elsewhere as `_BREAKS` reads
             regions = [(a, b) for a, b in regions if low.find("\n", a, b) >= 0]
         self.regions = regions
@@ -663,11 +665,15 @@ class _Joined:
         self.shifts = [[] for _ in regions]
 
     @staticmethod
-    def _around(low: str, reach: int, hidden: bool) -> list[tuple[int, int]]:
-        """The regions of `low`, `reach` around each place a spelling may be broken."""
+    def _around(
+        low: str, reach: int, hidden: bool, more: Iterable[int] = ()
+    ) -> list[tuple[int, int]]:
+        """The regions of `low`, `reach` around each place a spelling may be broken (and
+        around each of `more`)."""
         places = [m.start() for m in _EDGE.finditer(low)]
         if hidden:
-            places = sorted(places + [m.start() for m in _HIDDEN.finditer(low)])
+            places += [m.start() for m in _HIDDEN.finditer(low)]
+        places = sorted([*places, *more])
         regions: list[tuple[int, int]] = []
         for at in places:
             start, end = max(0, at - reach), min(len(low), at + reach)
@@ -852,7 +858,9 @@ class Matcher:
         if view.at:
             found += [(view.start(a), view.end(b), form) for a, b, form in self._found(view.canon)]
             if view.dropped and "\n" in view.canon:  # `&shy;` then a line break (wrapped HTML)
-                wrapped = _Joined(view.canon, self._window)
+                # or JSON's `\u200b\n`: around each place a character was read away too
+                gone = (a for a, n in zip(view.at, view.lengths, strict=True) if n == 0)
+                wrapped = _Joined(view.canon, self._window, places=gone)
                 if wrapped.joined and (inner := self._found(wrapped.joined)):
                     found += [(view.start(a), view.end(b), f) for a, b, f in wrapped.spans(inner)]
         if more or view.at:
@@ -949,9 +957,15 @@ class Matcher:
         first = max(0, len(low) - reach)
         tail = low[first:]
         joined = _BREAKS.sub("", tail).rstrip(" \t\r")
-        if joined == tail or not (held := self._held(joined)):
+        if joined == tail:
             return None
-        return first + _unbroken(tail, len(joined) - held)
+        held = self._held(joined)
+        at = len(joined) - held if held else len(joined)
+        if self._spaced:  # and each run of blanks left as one space (`ｏ\r\nｋ！  h`)
+            squeezed = _BLANKS.sub(" ", joined)
+            if held := self._held(squeezed, self._squeezed):
+                at = min(at, _unsqueezed(joined, len(squeezed) - held))
+        return first + _unbroken(tail, at) if at < len(joined) else None
 
     def split(self, text: str, sent: int = 0, *, end: bool = False) -> tuple[str, str]:
         """(text from `sent` on with every final match replaced, raw tail to hold back).

@@ -424,6 +424,28 @@ def test_an_escaped_invisible_character_before_a_line_break_is_masked() -> None:
     assert masker.mask(prose) == prose
 
 
+def test_an_escaped_invisible_character_before_a_short_next_line_is_masked() -> None:
+    """Session 42's attacker fuzz (stream only) and session 43's review: `\u200b` then a
+    line break inside a value whose next line is short (`-ca\u200b\nt and`) was masked only
+    when the next line began with four letters (a wrapped line's edge), so one-letter
+    remainders went through whole and streamed. The decoded view is now also read joined
+    around each escaped invisible character it read away. Streamed, a tail read joined is
+    also read with its blanks squeezed (`\uff4f&#x200B;\r\n\uff4b\uff01  h...`)."""
+    masker = Masker({"V": "ghp_R8x2Kq9L-cat"})
+    for cut in ("\\u200b\n", "&shy;\n", "&#8203;\r\n", "\\u00ad\\n"):
+        text = f"key ghp_R8x2Kq9L-ca{cut}t and more"
+        assert masker.mask(text) == "key [vault:V] and more", cut
+        for size in (1, 2, 7):
+            assert _streamed(masker, text, size) == "key [vault:V] and more", (cut, size)
+    spaced = Masker({"V": "ok! horse"})
+    text = "\u300d\u3067\u3059\u3002\uff4f&#x200B;\r\n\uff4b\uff01  horse\u6f22"
+    assert spaced.mask(text) == "\u300d\u3067\u3059\u3002[vault:V]\u6f22"
+    for size in (1, 2, 3):
+        assert _streamed(spaced, text, size) == spaced.mask(text), size
+    prose = "soft&shy;\nhyphens and a \\u200b\nline, no value"
+    assert masker.mask(prose) == prose
+
+
 def test_a_value_in_python_s_long_unicode_escapes_is_masked() -> None:
     """atk2 s41 #12: `ascii()` of a value in math-bold letters (`\\U0001d42b...`), or with
     an escaped tag inside, reached the model: Python's `\\UXXXXXXXX` is decoded too."""
