@@ -22,6 +22,13 @@ load) and every 30 ms (turns further apart than its 20 ms linger) for a second e
 its syncs and its context switches (each a wake-up: for a put, the linger's end, the
 disk) per put and per sync.
 
+Then where the 25 ms row's CPU goes: the same batches as is, with the head's sync a
+no-op and with the chain's sync a no-op too (knock-outs in this process only, never a
+way to run the chain), alternating, medians: CPU per batch of the process and of each
+thread with its switches. The difference is the kernel's two syncs (their system calls,
+the waits and wake-ups round them); what stays is the writer's Python and short calls,
+run cold after each sleep, and the loop's side of the hand-off.
+
 `--rss` builds chains of those lengths and reports the peak RSS of a fresh
 process that only runs `verify` on each (ru_maxrss of that child), so the
 figure is verify's own footprint, not the benchmark's.
@@ -31,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import resource
 import statistics
@@ -39,10 +47,13 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from bridge.app.channels_up import PLATFORMS
 from bridge.audit import AuditChain, verify
+from bridge.audit import chain as chain_module
 from bridge.audit.catalogue import EVENTS
 from bridge.audit.head import HeadFile
 from bridge.audit.record import GENESIS, build_record, head_document
@@ -151,6 +162,84 @@ def print_turn_batches(root: Path, n: int) -> None:
             f"turn batch (3 events), {label:<19}: p50 {mid:.3f} ms, p90 {p90:.3f} ms, floor "
             f"p50 {low:.3f} ms ({mid / low:.1f}x)\n  per batch, each thread's CPU and context "
             f"switches: {cpu}"
+        )
+
+
+class _NoSync:
+    """`os` for the chain's module with `fdatasync` a no-op: a knock-out row's, to measure
+    what the chain's own sync costs (never a way to run the chain)."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(os, name)
+
+    @staticmethod
+    def fdatasync(fd: int) -> None:
+        return None
+
+
+@contextlib.contextmanager
+def _knocked_out(way: str) -> Iterator[None]:
+    """`way`: "" as is; "head": the head's sync a no-op; "both": the chain's too."""
+    real_sync, real_os = HeadFile.sync, chain_module.os
+    if way in ("head", "both"):
+        HeadFile.sync = lambda self: None  # type: ignore[method-assign]
+    if way == "both":
+        chain_module.os = _NoSync()  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        HeadFile.sync = real_sync  # type: ignore[method-assign]
+        chain_module.os = real_os
+
+
+async def _batches_cpu(path: Path, n: int, busy: float, gap: float) -> dict[str, float]:
+    """CPU ms per batch of the process and of each thread, and the threads' voluntary
+    switches per batch (`NAME cs`), of `n` turn batches `gap` seconds apart."""
+    async with AuditChain(path, KEY, schemas=schemas_for(PLATFORMS)) as chain:
+        for _ in range(20):
+            await chain.emit_many(TURN)
+        before, cpu = _threads(), time.process_time()
+        for _ in range(n):
+            task = asyncio.ensure_future(chain.emit_many(TURN))
+            await asyncio.sleep(0)
+            if busy:
+                _busy(busy)
+            await task
+            await asyncio.sleep(gap)
+        cpu, after = time.process_time() - cpu, _threads()
+    out = {"process": cpu / n * 1e3}
+    for name, (used, switches) in after.items():
+        was = before.get(name, (used, switches))
+        out[name] = (used - was[0]) / n * 1e3
+        out[f"{name} cs"] = (switches - was[1]) / n
+    return out
+
+
+def print_sync_share(root: Path, n: int, rounds: int) -> None:
+    """The 25 ms row's CPU per batch as is, with the head's sync a no-op and with both
+    syncs no-ops, in alternating rounds (medians): what the kernel's two syncs cost a
+    batch after a quiet spell (their system calls and wake-ups) and what the rest does
+    (the writer's Python and short calls, cold after each sleep; the loop's hand-offs)."""
+    ways = ("", "head", "both")
+    got: dict[str, list[dict[str, float]]] = {way: [] for way in ways}
+    for r in range(rounds):
+        for way in ways if r % 2 == 0 else ways[::-1]:
+            path = root / f"share{r}{way}" / "chain.jsonl"
+            path.parent.mkdir(parents=True)
+            with _knocked_out(way):
+                got[way].append(asyncio.run(_batches_cpu(path, n, 0.0003, 0.025)))
+    print(f"busy 0.3, idle 25 ms: CPU ms per batch, medians of {rounds} alternating rounds")
+    labels = {"": "as is", "head": "head sync a no-op", "both": "both syncs no-ops"}
+    for way in ways:
+
+        def mid(key: str, way: str = way) -> float:
+            return statistics.median(g.get(key, 0.0) for g in got[way])
+
+        print(
+            f"  {labels[way]:<18} process {mid('process'):.3f}, loop {mid('loop'):.3f} "
+            f"({mid('loop cs'):.1f} cs), audit-writer {mid('audit-writer'):.3f} "
+            f"({mid('audit-writer cs'):.1f} cs), head-sync {mid('head-sync'):.3f} "
+            f"({mid('head-sync cs'):.1f} cs)"
         )
 
 
@@ -270,6 +359,7 @@ def main() -> None:
         root = Path(tmp)
         print_turn_batches(root, args.turns)
         print_head_cadence(root)
+        print_sync_share(root, max(20, args.turns // 3), 1 if args.quick else 3)
         if args.turns_only:
             return
         seq_rate = asyncio.run(sequential(root / "a" / "chain.jsonl", args.appends))

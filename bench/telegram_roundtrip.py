@@ -356,6 +356,8 @@ async def audit_cost(base: Path, n: int, per: int, rounds: int) -> None:
             label = "audit chain (as run)" if chain else "no chain (NoChain)"
             print(f"  {chats:3} chat{'s' if chats > 1 else ' '} {label:22} {per_s:7.1f}/s "
                   f"{cpu:6.2f} ms | {runs[-1].threads} | {runs[-1].switches}")  # fmt: skip
+            if chain:  # what each message made durable: a batch's sync, the head's
+                print(f"      per round trip: {runs[-1].durable}")
         with_chain = statistics.median(g.cpu_ms for g in got[(chats, True)])
         without = statistics.median(g.cpu_ms for g in got[(chats, False)])
         print(f"      the chain costs {with_chain - without:.2f} CPU ms per message")
