@@ -963,7 +963,9 @@ class Matcher:
         at = len(joined) - held if held else len(joined)
         if self._spaced:  # and each run of blanks left as one space (`ｏ\r\nｋ！  h`)
             squeezed = _BLANKS.sub(" ", joined)
-            if held := self._held(squeezed, self._squeezed):
+            if (self._wide or squeezed != joined) and (
+                held := self._held(squeezed, self._squeezed)
+            ):
                 at = min(at, _unsqueezed(joined, len(squeezed) - held))
         return first + _unbroken(tail, at) if at < len(joined) else None
 
@@ -974,8 +976,10 @@ class Matcher:
         `sent` on. `end`: no more text comes, every match is final."""
         if self._pattern is None:
             return text[sent:], ""
-        if sent and _FULLWIDTH_RUN[1].search(text, sent) is None:
-            text, sent = text[sent:], 0  # only how a fullwidth run reads depends on before it
+        if sent and _FULLWIDTH_RUN[1].search(text, sent, sent + MIN_SECRET_CHARS - 1) is None:
+            # only how a fullwidth run reads depends on what is before it, and only a run
+            # that starts within three characters of it (`_FULLWIDTH_RUN`) or before it
+            text, sent = text[sent:], 0
         # From `open_at` on, the text may be the start of a form that more text
         # would complete (or lengthen: padding after unpadded base64, an escape
         # cut in two, another value overlapping it), so a match reaching there is
