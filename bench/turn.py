@@ -489,6 +489,7 @@ async def concurrent(roost: Any, steps: Steps, turns: int, clients: int) -> floa
 
     writer = getattr(roost.database, "_writer", None)
     jobs, grouped = writer_jobs(writer), getattr(writer, "grouped", 0)
+    joined = getattr(roost.database, "joined", 0)
     user = user_cpu()
     began, cpu, loop = time.perf_counter(), time.process_time(), time.thread_time()
     await asyncio.gather(*(client(c) for c in range(clients)))
@@ -508,6 +509,8 @@ async def concurrent(roost: Any, steps: Steps, turns: int, clients: int) -> floa
             "  roost.db "
             + jobs_line(jobs, writer_jobs(writer), done)
             + grouped_line(writer, grouped, done)
+            + f", {(getattr(roost.database, 'joined', 0) - joined) / done:.3f} an inline one"
+            " (turns ending in one pass of the loop)"
         )
     print_table(steps, done)
     return loop / done * 1e3

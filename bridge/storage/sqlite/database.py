@@ -13,7 +13,10 @@ wake-ups (`Worker.try_inline`; a longer one is interrupted and queued); so
 is a single writing statement outside any transaction when the writer is
 idle (busy with another connection's lock, it is queued too), in a
 transaction of its own (`_alone`: a budget that cuts a statement as it
-returns, its work done, must not make it run twice). The writer
+returns, its work done, must not make it run twice), and so is a unit given
+as the function that makes it (a turn's end); the units given after it in the
+same pass of the loop run inline together at that pass's end, one
+transaction (`atomic`). The writer
 makes no WAL checkpoint inside a commit; every `CHECKPOINT_EVERY` writes
 one is queued on its thread.
 `BEGIN IMMEDIATE` starts a transaction; nested ones are savepoints.
@@ -48,7 +51,7 @@ from bridge.storage.placeholders import Params, translate
 from bridge.storage.protocol import Row
 from bridge.storage.sqlite import engine
 from bridge.storage.sqlite.group import Together
-from bridge.storage.sqlite.steps import begin, commit, rollback, run_unit
+from bridge.storage.sqlite.steps import begin, commit, rollback, run_steps, run_unit
 from bridge.storage.sqlite.text import SqliteTextIndex
 from bridge.storage.sqlite.worker import Worker
 from bridge.storage.units import Made, Unit, drive, made
@@ -113,6 +116,10 @@ class SqliteDatabase:
         self._poll_s = poll_s
         self._poller: asyncio.Task[None] | None = None
         self._poll_worker: Worker | None = None
+        # units joined to the pass of the loop that ran one inline, run together at its end
+        self._inline_pass = False
+        self._joined: list[tuple[Made[Any], asyncio.Future[Any]]] = []
+        self.joined = 0  # units that shared the inline commit of the unit before them
 
     @classmethod
     async def open(cls, path: Path, **options: Any) -> SqliteDatabase:
@@ -280,18 +287,79 @@ class SqliteDatabase:
         it, on the caller's thread when the writer is idle and the unit short (like a
         single statement: `_statement`); cut short, it is rolled back and made again for
         the writer's thread; there, committed together with the units queued next to
-        it (`bridge.storage.sqlite.group`), each caller told after the commit."""
+        it (`bridge.storage.sqlite.group`), each caller told after the commit. Units
+        given in a pass of the loop after one ran inline (turns that end together) join
+        into ONE inline transaction at the pass's end (`_end_pass`): one BEGIN, one
+        COMMIT, their shared pages written once; when that cannot run or fails, nothing
+        of it stays and each goes on alone, so each caller gets its own unit's outcome."""
         if self._tx.get() is not None:
             return await drive(self, made(unit))
         self._count_write()
         if isinstance(unit, Generator):
             return await self._queue(functools.partial(run_unit, unit=unit))
-        if self.inline_writes and not self._lock.locked():
+        inline = self.inline_writes and not self._lock.locked()
+        if inline and self._inline_pass:
+            # a unit ran inline in this pass of the loop: this one joins the units that run
+            # together at the pass's end (not run: nothing of them stays, it goes on alone)
+            done, value, inline = await self._join(unit)
+            if done:
+                return value  # type: ignore[return-value]
+        if inline and self.inline_writes and not self._lock.locked():
             done, value = self._writer.try_inline(_made_unit(unit), write=True)
             if done:
+                self._ran_inline()
                 return value  # type: ignore[return-value]
         # on the thread, in one transaction with the units queued next to it (`group`)
         return await self._queue(Together(unit))
+
+    def _ran_inline(self) -> None:
+        """A unit ran inline in this pass of the loop: until its end, the next ones join."""
+        if not self._inline_pass:
+            self._inline_pass = True
+            asyncio.get_running_loop().call_soon(self._end_pass)
+
+    def _join(self, make: Made[T]) -> asyncio.Future[tuple[bool, T | None, bool]]:
+        """`make`'s unit run with the others given in this pass, at its end (`_end_pass`):
+        (True, its result, _), or (False, None, whether to try it inline alone) when they
+        did not run (nothing of them stays); its own error when it was alone."""
+        fut: asyncio.Future[tuple[bool, T | None, bool]]
+        fut = asyncio.get_running_loop().create_future()
+        self._joined.append((make, fut))
+        return fut
+
+    def _end_pass(self) -> None:
+        """The pass of the loop that ran a unit inline is over: the units that joined it
+        run inline as ONE transaction (`_all_in_one`), each caller told after its COMMIT.
+        When that fails, nothing of it stays: a unit alone gets its error, each of several
+        tries again alone (inline, then on the thread); cut short by the budget or the
+        writer busy, one alone goes to the thread."""
+        self._inline_pass = False
+        joined, self._joined = self._joined, []
+        if not joined:
+            return
+        ran, values, alone = False, None, len(joined) > 1
+        if self.inline_writes and not self._lock.locked():
+            makes = [make for make, _ in joined]
+            try:
+                ran, values = self._writer.try_inline(
+                    functools.partial(_all_in_one, makes), write=True, periods=len(makes)
+                )
+            except Exception as exc:  # one of them failed: nothing stays
+                if not alone:  # its own outcome
+                    if not joined[0][1].done():
+                        joined[0][1].set_exception(exc)
+                    return
+                ran = False
+        if ran and values is not None:
+            self.joined += len(joined) - 1
+            self._ran_inline()
+            for (_, fut), value in zip(joined, values, strict=True):
+                if not fut.done():  # its caller was cancelled: the unit is stored all the same
+                    fut.set_result((True, value, False))
+            return
+        for _, fut in joined:
+            if not fut.done():
+                fut.set_result((False, None, alone))
 
     # -- schema -------------------------------------------------------------------------
 
@@ -447,6 +515,15 @@ def _alone(job: Callable[[Conn], T], conn: Conn) -> T:
         rollback(conn)
         raise
     return value
+
+
+def _all_in_one(makes: list[Made[Any]], conn: Conn) -> list[Any]:
+    """Each unit `makes` makes, in order, in ONE transaction; their results. Any failure
+    (a unit's, its COMMIT's) leaves nothing of any of them (`Worker.try_inline`)."""
+    begin(conn)
+    values = [run_steps(conn, make()) for make in makes]
+    commit(conn)
+    return values
 
 
 def _made_unit(make: Made[T]) -> Callable[[Conn], T]:

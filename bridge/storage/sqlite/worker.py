@@ -142,7 +142,7 @@ class Worker:
         return conn is not None and self._queued == self._ended and not conn.in_transaction
 
     def try_inline(
-        self, fn: Callable[[sqlite3.Connection], T], *, write: bool = False
+        self, fn: Callable[[sqlite3.Connection], T], *, write: bool = False, periods: int = 1
     ) -> tuple[bool, T | None]:
         """(True, result) when `fn` ran here within its budget; (False, None) when the
         thread is busy or `fn` needed more (then nothing of it is left: `run` it).
@@ -153,13 +153,14 @@ class Worker:
         it is rolled back here), so it can be run again on the thread. It waits for
         another connection's lock only as long as the idle connection's busy_timeout
         (`idle_busy_ms`: the writer's is 0); busy, it goes to the thread, which waits.
-        `write`: counted in `inlined_writes` too."""
+        `write`: counted in `inlined_writes` too; `periods`: its budget in inline budgets
+        (several units that would each run inline, run as one job)."""
         conn = self._conn
         if conn is None or self._queued != self._ended or conn.in_transaction:
             return False, None
         if self._busy_ms != self._idle_ms:  # the thread leaves it so; this is the first job
             self._wait_ms(conn, self._idle_ms)
-        conn.set_progress_handler(_Budget(INLINE_PERIODS), INLINE_PERIOD)
+        conn.set_progress_handler(_Budget(INLINE_PERIODS * periods), INLINE_PERIOD)
         try:
             value = fn(conn)
         except sqlite3.Error as exc:
