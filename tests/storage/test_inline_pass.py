@@ -1,8 +1,8 @@
 """Units that reach SQLite's idle writer in one pass of the loop commit as one inline job.
 
 The first unit given to `atomic` (a turn's end) runs inline at once, as ever;
-the units given after it in the same pass of the event loop (turns that end
-together) join into ONE inline transaction at the pass's end: one BEGIN, one
+the units other tasks give after it in the same pass of the event loop (turns
+that end together) join into ONE inline transaction at the pass's end: one BEGIN, one
 COMMIT, each caller told its own result only after that commit. When the
 joined units fail (a statement, a unit's own Python), nothing of them stays
 and each runs again alone: the failure reaches only its caller. A caller
@@ -104,6 +104,20 @@ async def test_a_unit_alone_in_its_pass_runs_inline_at_once(
         await asyncio.sleep(0)  # the next pass of the loop
     assert (count(statements, "BEGIN IMMEDIATE"), count(statements, "COMMIT")) == (3, 3)
     assert getattr(db, "joined", 0) == 0 and await stored(db) == [1, 2, 3]
+
+
+async def test_one_task_s_units_back_to_back_each_run_inline_at_once(
+    traced_db: tuple[SqliteDatabase, list[str]],
+) -> None:
+    """A task's next unit in the same pass waits for nothing: no other task's to join."""
+    db, statements = traced_db
+    for n in (1, 2, 3):
+        call = db.atomic(partial(added, n))
+        with pytest.raises(StopIteration) as done:
+            call.send(None)  # never suspended: it did not wait for the pass's end
+        assert done.value.value == n * n
+    assert (count(statements, "BEGIN IMMEDIATE"), count(statements, "COMMIT")) == (3, 3)
+    assert await stored(db) == [1, 2, 3]
 
 
 async def test_a_unit_that_fails_in_a_pass_fails_only_its_caller(

@@ -118,6 +118,7 @@ class SqliteDatabase:
         self._poll_worker: Worker | None = None
         # units joined to the pass of the loop that ran one inline, run together at its end
         self._inline_pass = False
+        self._inline_task: asyncio.Task[Any] | None = None  # whose unit ran inline last
         self._joined: list[tuple[Made[Any], asyncio.Future[Any]]] = []
         self.joined = 0  # units that shared the inline commit of the unit before them
 
@@ -298,9 +299,10 @@ class SqliteDatabase:
         if isinstance(unit, Generator):
             return await self._queue(functools.partial(run_unit, unit=unit))
         inline = self.inline_writes and not self._lock.locked()
-        if inline and self._inline_pass:
-            # a unit ran inline in this pass of the loop: this one joins the units that run
-            # together at the pass's end (not run: nothing of them stays, it goes on alone)
+        if inline and self._inline_pass and self._inline_task is not asyncio.current_task():
+            # another task's unit ran inline in this pass of the loop: this one joins the
+            # units that run together at the pass's end (not run: nothing of them stays, it
+            # goes on alone). The same task's next unit would wait for none: it runs now.
             done, value, inline = await self._join(unit)
             if done:
                 return value  # type: ignore[return-value]
@@ -313,7 +315,9 @@ class SqliteDatabase:
         return await self._queue(Together(unit))
 
     def _ran_inline(self) -> None:
-        """A unit ran inline in this pass of the loop: until its end, the next ones join."""
+        """A unit ran inline in this pass of the loop: until its end, the next ones of other
+        tasks join."""
+        self._inline_task = asyncio.current_task()
         if not self._inline_pass:
             self._inline_pass = True
             asyncio.get_running_loop().call_soon(self._end_pass)
@@ -333,7 +337,7 @@ class SqliteDatabase:
         When that fails, nothing of it stays: a unit alone gets its error, each of several
         tries again alone (inline, then on the thread); cut short by the budget or the
         writer busy, one alone goes to the thread."""
-        self._inline_pass = False
+        self._inline_pass, self._inline_task = False, None
         joined, self._joined = self._joined, []
         if not joined:
             return
