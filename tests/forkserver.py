@@ -636,6 +636,10 @@ def _named(key: str) -> bool:
 _ORIGINAL_POPEN: Any = subprocess.Popen
 _ORIGINAL_EXECUTE = subprocess.Popen._execute_child  # type: ignore[attr-defined]
 current: ForkServer | None = None  # the server starts go to (None: every start an exec)
+# What this worker's tests started through `subprocess` while the hook is installed, served
+# or not (tests/cpu_profile.py reads them per test): every process, and roost's among them.
+spawned = 0
+roost_starts = 0
 _local = threading.local()
 
 
@@ -656,6 +660,9 @@ def _execute_child(self: subprocess.Popen[Any], args: Any, executable: Any, pree
                    c2pread: int, c2pwrite: int, errread: int, errwrite: int,
                    restore_signals: bool, gid: Any, gids: Any, uid: Any, umask: int,
                    start_new_session: bool, process_group: int) -> None:  # fmt: skip
+    global spawned, roost_starts
+    spawned += 1
+    roost_starts += _roost_argv(args, MODULE)
     server = current
     whole = (args, executable, preexec_fn, close_fds, pass_fds, cwd, env, startupinfo,
              creationflags, shell, p2cread, p2cwrite, c2pread, c2pwrite, errread, errwrite,

@@ -422,3 +422,20 @@ def test_another_locale_is_served_by_a_server_of_its_own_environment(
                           env=other, timeout=HANG_S)  # fmt: skip
     assert done.returncode == 7 and server.fallen == fallen + 1
     assert len(server.siblings) == siblings
+
+
+def test_the_hook_counts_every_process_started_and_roosts_among_them(
+    server: forkserver.ForkServer, monkeypatch: pytest.MonkeyPatch, probe: Path
+) -> None:
+    """What tests/cpu_profile.py reads per test: a served probe and a plain `-c` child
+    are processes, a `python -m bridge.cli.main` (here exec'd) is roost's too (the
+    server's own start counts as a process: the first run starts it)."""
+    run(server, False, monkeypatch, "exit", "0", cwd=probe)
+    before = (forkserver.spawned, forkserver.roost_starts)
+    run(server, False, monkeypatch, "exit", "0", cwd=probe)
+    subprocess.run([sys.executable, "-c", "pass"], check=True, timeout=HANG_S)
+    assert (forkserver.spawned, forkserver.roost_starts) == (before[0] + 2, before[1])
+    monkeypatch.setattr(forkserver, "current", None)
+    roost = [sys.executable, "-m", "bridge.cli.main", "--help"]
+    subprocess.run(roost, check=True, capture_output=True, timeout=HANG_S)
+    assert (forkserver.spawned, forkserver.roost_starts) == (before[0] + 3, before[1] + 1)
