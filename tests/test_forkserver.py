@@ -428,8 +428,9 @@ def test_the_hook_counts_every_process_started_and_roosts_among_them(
     server: forkserver.ForkServer, monkeypatch: pytest.MonkeyPatch, probe: Path
 ) -> None:
     """What tests/cpu_profile.py reads per test: a served probe and a plain `-c` child
-    are processes, a `python -m bridge.cli.main` (here exec'd) is roost's too (the
-    server's own start counts as a process: the first run starts it)."""
+    are processes, a `python -m bridge.cli.main` is roost's too: told by its argv (here
+    run by /bin/true, no roost start's CPU), served or not. The server's own start
+    counts as a process: the first run starts it."""
     run(server, False, monkeypatch, "exit", "0", cwd=probe)
     before = (forkserver.spawned, forkserver.roost_starts)
     run(server, False, monkeypatch, "exit", "0", cwd=probe)
@@ -437,5 +438,5 @@ def test_the_hook_counts_every_process_started_and_roosts_among_them(
     assert (forkserver.spawned, forkserver.roost_starts) == (before[0] + 2, before[1])
     monkeypatch.setattr(forkserver, "current", None)
     roost = [sys.executable, "-m", "bridge.cli.main", "--help"]
-    subprocess.run(roost, check=True, capture_output=True, timeout=HANG_S)
+    subprocess.run(roost, executable="/bin/true", check=True, timeout=HANG_S)
     assert (forkserver.spawned, forkserver.roost_starts) == (before[0] + 3, before[1] + 1)
