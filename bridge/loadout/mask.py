@@ -776,8 +776,11 @@ class Matcher:
         by_form: dict[str, str] = {}
         for form, mark in forms.items():
             for spelled in (form, _halfwidth(form, 1), canonical(form), *_edge_readings(form)):
-                by_form.setdefault(_lower(spelled), mark)
-                by_form.setdefault(_lower(_Folded(spelled).text), mark)  # a value's own NBSP
+                for known in (_lower(spelled), _lower(_Folded(spelled).text)):  # its own NBSP
+                    # a reading shorter than a secret, or of blanks alone (`&shy;&shy;`
+                    # decodes to nothing), would match anywhere or at no width: not known
+                    if len(known) >= MIN_SECRET_CHARS and not known.isspace():
+                        by_form.setdefault(known, mark)
         # a value's own spaces match any run of blanks (`_spelled`): a match that is no form
         # is known with its blanks as one space (`_found`)
         self._spaced = any(" " in f for f in by_form)
@@ -810,6 +813,9 @@ class Matcher:
         pos = 0
         while (m := self._pattern.search(low, pos)) is not None:
             start, end = m.span()
+            if end == start:  # no form matches at no width (`__init__`); never loop on one
+                pos = end + 1
+                continue
             at = start + 1
             while at < end:  # rare (a match), and bounded by the longest form
                 inner = self._pattern.match(low, at)

@@ -107,3 +107,35 @@ def test_a_value_after_a_backslash_is_still_masked() -> None:
 def test_two_values_overlapping_in_a_text_are_masked_whole() -> None:
     masker = Masker({"a": "XXXXabcd", "b": "abcdEFGHIJ"})
     assert masker.mask("<XXXXabcdEFGHIJ>") == "<[vault:a]>"  # no character of either shown
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "&shy;",
+        "&#8203;",
+        "&zwj;",
+        "&ZeroWidthSpace;",
+        "\\u200b\\u200b",
+        "%E2%80%8B%E2%80%8B",
+        "&shy;&shy;",
+        "\u200b\u200b\u200b\u200b",
+        "    ",
+    ],
+)
+def test_a_value_that_reads_as_nothing_masks_and_streams_without_hanging(value: str) -> None:
+    """atk s43 #1: a value (or a span a screen refused: a model can make one) whose escapes
+    decode to nothing gave the masker's pattern an empty alternative; its search never moved
+    on and filled memory, and the daemon's loop with it, for every tenant. A reading shorter
+    than a secret, or of blanks alone, is not known; the value as written is still masked."""
+    masker = Masker({"V": value})
+    pattern = masker._matcher._pattern
+    assert pattern is None or pattern.search("") is None  # no form matches at no width
+    text = "hello world, nothing secret here\n"
+    assert masker.mask(text) == text
+    stream = masker.stream()
+    assert "".join(stream.feed(c) for c in text) + stream.flush() == text
+    if len(value) >= 4 and not value.isspace():
+        assert masker.mask(f"it is {value}!") == "it is [vault:V]!"
+    refused = Masker({}).also([f"DB_PASSWORD={value}"])
+    assert refused.mask(text) == text
