@@ -392,7 +392,16 @@ def _edge_readings(form: str) -> set[str]:
     if not runs:
         return set()
     read = _halfwidth(form)
-    edges = [r for r in {runs[0], runs[-1]} if r.start() == 0 or r.end() == len(form)]
+    # a run with only blanks between it and an edge is at that edge too (a value saved
+    # with its line break, `\uff21\uff22\u306d\u3053\uff23\uff24\n`)
+    edges = [
+        r
+        for r in {runs[0], runs[-1]}
+        if r.start() == 0
+        or r.end() == len(form)
+        or form[: r.start()].isspace()
+        or form[r.end() :].isspace()
+    ]
     out = {read}
     for run in edges:
         for text in list(out):

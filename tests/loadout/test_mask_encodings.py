@@ -513,6 +513,27 @@ def test_short_fullwidth_words_a_line_apart_are_masked_whole_and_streamed() -> N
     assert Masker({"V": "cat dog run fox"}).mask(ordinary) == ordinary
 
 
+def test_a_value_with_fullwidth_runs_and_blank_edges_is_masked() -> None:
+    """atk s43 #2: a value holding short fullwidth runs and ending (or starting) with a
+    blank (saved from `echo`, with its line break) went through once such runs one blank
+    from a letter read as ASCII: its last run was taken for an inner one, read one way
+    only. A run with only blanks between it and an edge is an edge run."""
+    cases = [
+        ("\uff21\uff22\u306d\u3053\uff23\uff24\n", "x{}\u3067\u3059"),
+        ("\uff21\uff22\u306d\u3053\uff23\uff24\t", "x{}\u3067\u3059"),
+        ("\uff21\uff22\u306d\u3053\uff23\uff24\n\n", "x{}\u3067\u3059"),
+        ("\uff30\uff37\u306d\u3053\uff11\n", "pw{}\u4ee5\u4e0a"),
+        ("\uff21\uff22\u306d\u3053\uff23\uff24 ", "x{}\u3067\u3059"),
+        ("\n\uff21\uff22\u306d\u3053\uff23\uff24", "pw{}\u3067\u3059"),
+    ]
+    for value, shape in cases:
+        masker = Masker({"V": value})
+        text = shape.format(value)
+        assert "[vault:V]" in masker.mask(text), (value, text)
+        for size in (1, 3):
+            assert _streamed(masker, text, size) == masker.mask(text), (value, size)
+
+
 def test_a_stream_reads_short_fullwidth_runs_as_the_whole_text_does() -> None:
     """Whether a short fullwidth run reads as ASCII depends on what is around it (a run of
     four, a space and another run before it, ASCII after it). A stream holds that with the
