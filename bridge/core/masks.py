@@ -60,7 +60,8 @@ class MaskedDeltas:
         # pieces would otherwise become one character inside the masker
         text = self._left + valid_unicode(new)
         out, self._pending = self._masker.split(text, len(self._left), end=end)
-        self._left = text[: len(text) - len(self._pending)][-LEFT_CHARS:]
+        # never from the middle of an escape (the second `\` of `\\u0041` is no escape)
+        self._left = text[: len(text) - len(self._pending)][-LEFT_CHARS:].lstrip("\\")
         return out
 
 

@@ -243,6 +243,10 @@ def _has_special(text: str) -> bool:
 
 
 _SPACED = re.compile(r"[ \t]\r?\n|\n[ \t]")  # a line break `_BREAKS` takes blanks with
+# a line break (raw or escaped: JSON's `\n`) right after an escaped invisible character,
+# with the blanks around it: a wrapped line's end, read away with it (`_View`); or the
+# text's end, where a stream's next piece may bring one
+_WRAP_AFTER = re.compile(r"[ \t]*(?:\r?\n|\\r\\n|\\n|\r?\Z)[ \t]*")
 _WORD = r"[\w+/=-]"
 _EDGE = re.compile(
     rf"\n(?:(?<={_WORD}{{{_WRAPPED}}}\n)|(?<={_WORD}{{{_WRAPPED}}}\r\n))[ \t]*+{_WORD}{{4}}"
@@ -560,44 +564,58 @@ class _View(_Back):
     escape of a character that shows nothing (`_INVISIBLE`) decodes to nothing, as the text
     itself is read joined (`_Joined`)."""
 
-    __slots__ = ("canon", "dropped")
+    __slots__ = ("canon", "dropped", "wraps")
 
-    def __init__(self, text: str, hidden: bool = False) -> None:
+    def __init__(self, text: str, hidden: bool = False, wrap: bool = False) -> None:
         """`hidden`: the text holds invisible characters of its own; they are removed too
-        when an escape stands for one (a value holding one of them and an escaped one)."""
+        when an escape stands for one (a value holding one of them and an escaped one).
+        `wrap`: a line break right after an escaped invisible character is read away with
+        it (a wrapped line's end: `-ca\u200b\nt`); else it is kept (it may be a value's own
+        space), and `wraps` says whether there is one."""
         self.at, self.lengths, self.starts, self.ends = [], [], [], []  # (every text: no call)
         self.dropped = False  # an escaped invisible character read as nothing
-        decoded: list[tuple[re.Match[str], str]] = []
+        self.wraps = False  # one right before a line break (`_WRAP_AFTER`)
+        decoded: list[tuple[int, int, str]] = []  # (start, end) in the text, what it reads
+        joined_to = 0  # an escaped line break read away with the escape before it
         for m in _ESCAPES.finditer(text):
+            if m.start() < joined_to:
+                continue
             char = _decoded(m)
             if char is None:
                 continue
             char = char.translate(_FOLD_CHAR)  # `\uff32` is an escaped fullwidth "R"
+            end = m.end()
             if len(char) == 1 and _HIDDEN.match(char) is not None:
                 char = ""  # an escaped soft hyphen (`&shy;`), `\u200b`: read joined
                 self.dropped = True
-            decoded.append((m, char))
+                if (after := _WRAP_AFTER.match(text, end)) is not None:
+                    self.wraps = True
+                    if wrap:
+                        end = joined_to = after.end()
+            decoded.append((m.start(), end, char))
         if not decoded:  # most texts
             self.canon = ""
             return
         if hidden:  # the text's own too (two scans: one pattern is slower)
-            decoded += ((m, "") for m in _HIDDEN_BMP.finditer(text))
+            decoded += ((m.start(), m.end(), "") for m in _HIDDEN_BMP.finditer(text))
             if _may_be_astral(text):
-                decoded += ((m, "") for m in _HIDDEN_ASTRAL.finditer(text))
-            decoded.sort(key=lambda d: d[0].start())
+                decoded += ((m.start(), m.end(), "") for m in _HIDDEN_ASTRAL.finditer(text))
+            decoded.sort()
         pieces: list[str] = []
         last = 0
         size = 0
-        for m, char in decoded:
-            pieces.append(text[last : m.start()])
-            size += m.start() - last
+        for start, end, char in decoded:
+            if start < last:  # the text's own, inside a line break read away
+                continue
+            pieces.append(text[last:start])
+            size += start - last
             self.at.append(size)
             self.lengths.append(len(char))
-            self.starts.append(m.start())
-            self.ends.append(m.end())
+            self.starts.append(start)
+            self.ends.append(end)
             pieces.append(char)
             size += len(char)
-            last = m.end()
+            last = end
         pieces.append(text[last:])
         self.canon = _lower("".join(pieces)) if self.at else ""
 
@@ -873,11 +891,15 @@ class Matcher:
         if view.at:
             found += [(view.start(a), view.end(b), form) for a, b, form in self._found(view.canon)]
             if view.dropped and "\n" in view.canon:  # `&shy;` then a line break (wrapped HTML)
-                # or JSON's `\u200b\n`: around each place a character was read away too
-                gone = (a for a, n in zip(view.at, view.lengths, strict=True) if n == 0)
-                wrapped = _Joined(view.canon, self._window, places=gone)
+                wrapped = _Joined(view.canon, self._window)
                 if wrapped.joined and (inner := self._found(wrapped.joined)):
                     found += [(view.start(a), view.end(b), f) for a, b, f in wrapped.spans(inner)]
+            if view.wraps:  # and read once more with the line break right after it read away
+                unwrapped = _View(text, hidden, wrap=True)
+                found += [
+                    (unwrapped.start(a), unwrapped.end(b), form)
+                    for a, b, form in self._found(unwrapped.canon)
+                ]
         if more or view.at:
             found.sort(key=lambda s: (s[0], -s[1]))
         merged: list[Span] = []
@@ -945,18 +967,9 @@ class Matcher:
                 at = min(at, first + _unbroken(spaced, i, _INVISIBLES))
         view = _View(base, _has_hidden(base))
         if view.at:
-            at = min(at, view.start(len(view.canon) - self._held(view.canon)))
-            # an escaped invisible character, then a line break (`spans`)
-            if view.dropped and (joined_at := self._joined_at(view.canon, reach)) is not None:
-                at = min(at, view.start(joined_at))
-            if self._spaced:  # decoded blanks (`\n`, `\u00a0`) and escapes between them
-                first = max(0, len(view.canon) - reach)
-                tail = view.canon[first:]
-                squeezed = _BLANKS.sub(" ", tail)
-                if (self._wide or squeezed != tail) and (
-                    held := self._held(squeezed, self._squeezed)
-                ):
-                    at = min(at, view.start(first + _unsqueezed(tail, len(squeezed) - held)))
+            at = min(at, self._view_open_at(view, reach))
+            if view.wraps:  # read once more with the line break after one read away (`spans`)
+                at = min(at, self._view_open_at(_View(base, _has_hidden(base), True), reach))
         at = _with_left(text, at)
         # never inside an escape: the tail is read again with what follows, and
         # must decode as it does in the whole text (`\\` then `u0041` is no `A`)
@@ -964,6 +977,20 @@ class Matcher:
         k = bisect.bisect_right(whole.starts, at) - 1
         if k >= 0 and at < whole.ends[k]:
             at = whole.starts[k]
+        return at
+
+    def _view_open_at(self, view: _View, reach: int) -> int:
+        """`open_at` of a decoded view's tail, as an offset of the text."""
+        at = view.start(len(view.canon) - self._held(view.canon))
+        # an escaped invisible character, then a line break (`spans`)
+        if view.dropped and (joined_at := self._joined_at(view.canon, reach)) is not None:
+            at = min(at, view.start(joined_at))
+        if self._spaced:  # decoded blanks (`\n`, `\u00a0`) and escapes between them
+            first = max(0, len(view.canon) - reach)
+            tail = view.canon[first:]
+            squeezed = _BLANKS.sub(" ", tail)
+            if (self._wide or squeezed != tail) and (held := self._held(squeezed, self._squeezed)):
+                at = min(at, view.start(first + _unsqueezed(tail, len(squeezed) - held)))
         return at
 
     def _joined_at(self, low: str, reach: int) -> int | None:

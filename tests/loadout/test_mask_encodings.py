@@ -444,6 +444,19 @@ def test_an_escaped_invisible_character_before_a_short_next_line_is_masked() -> 
         assert _streamed(spaced, text, size) == spaced.mask(text), size
     prose = "soft&shy;\nhyphens and a \\u200b\nline, no value"
     assert masker.mask(prose) == prose
+    # the line break after it may be the value's own space: read both ways
+    passphrase = Masker({"V": "\u00fcber cat"})
+    text = " \u00fc\uff42er\\u200b%E2%80%8B\\nc\u200b\\u0061t\u300d"
+    assert passphrase.mask(text) == " [vault:V]\u300d"
+    # only the line break right after it is read away (atk s43 #3: every line break within
+    # the masker's reach was, and a stream that had sent the escape read them as breaks)
+    for text, value in (
+        ('{"note": "see\\u200b below", "pw": "hun\\nter22"}', "hunter22"),
+        ("Kontakt\\u00addaten: Zimmer 12\n34 Pl\u00e4tze", "1234"),
+    ):
+        masker = Masker({"V": value})
+        for size in (1, 3):
+            assert _streamed(masker, text, size) == masker.mask(text) == text, (text, size)
 
 
 def test_a_value_in_python_s_long_unicode_escapes_is_masked() -> None:
@@ -609,6 +622,12 @@ def test_what_a_stream_reads_again_is_never_sent_twice() -> None:
     stream = masker.stream()
     out = stream.feed("x\ud83d") + stream.feed("\ude00 Rt5pLm8Qz2 y") + stream.flush()
     assert out == "x\ufffd\ufffd [vault:V] y"
+    # what it keeps never starts inside an escape (atk s43 #4: an escaped backslash's second
+    # half then `u0041` read as `A` made `Axyz` of a text that holds no `A`)
+    escaped = Masker({"V": "Axyz"})
+    stream = escaped.stream()
+    out = stream.feed("q\\\\u0041xy") + stream.feed("z\uff46") + stream.flush()
+    assert out == escaped.mask("q\\\\u0041xyz\uff46") == "q\\\\u0041xyz\uff46"
 
 
 def test_a_value_with_two_spaces_written_with_one_is_masked_streamed() -> None:
