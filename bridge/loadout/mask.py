@@ -656,12 +656,10 @@ class _Joined:
         hidden: bool | None = None,
         breaks: re.Pattern[str] = _BREAKS,
         regions: list[tuple[int, int]] | None = None,
-        places: Iterable[int] = (),
     ) -> None:
         """`breaks`: what is removed (`_INVISIBLES` keeps the line breaks: a passphrase's
         own spaces, `_spelled`, match them), in `regions` (those of the `_Joined` of the same
-        text and reach) where a line break is, or around every break and every one of
-        `places` (where a decoded view read an escaped invisible character away)."""
+        text and reach) where a line break is, or around every break."""
         self.low = low
         self.breaks = breaks
         self.regions: list[tuple[int, int]] = []
@@ -674,7 +672,7 @@ class _Joined:
         if ("\n" not in low or breaks is not _BREAKS) and not hidden:
             return
         if regions is None:
-            regions = self._around(low, reach, hidden, places)
+            regions = self._around(low, reach, hidden)
         if breaks is not _BREAKS:  # only where a line break is: elsewhere as `_BREAKS` reads
             regions = [(a, b) for a, b in regions if low.find("\n", a, b) >= 0]
         self.regions = regions
@@ -692,15 +690,11 @@ class _Joined:
         self.shifts = [[] for _ in regions]
 
     @staticmethod
-    def _around(
-        low: str, reach: int, hidden: bool, more: Iterable[int] = ()
-    ) -> list[tuple[int, int]]:
-        """The regions of `low`, `reach` around each place a spelling may be broken (and
-        around each of `more`)."""
+    def _around(low: str, reach: int, hidden: bool) -> list[tuple[int, int]]:
+        """The regions of `low`, `reach` around each place a spelling may be broken."""
         places = [m.start() for m in _EDGE.finditer(low)]
         if hidden:
-            places += [m.start() for m in _HIDDEN.finditer(low)]
-        places = sorted([*places, *more])
+            places = sorted(places + [m.start() for m in _HIDDEN.finditer(low)])
         regions: list[tuple[int, int]] = []
         for at in places:
             start, end = max(0, at - reach), min(len(low), at + reach)
