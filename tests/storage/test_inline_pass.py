@@ -6,13 +6,16 @@ that end together) join into ONE inline transaction at the pass's end: one BEGIN
 COMMIT, each caller told its own result only after that commit. When the
 joined units fail (a statement, a unit's own Python), nothing of them stays
 and each runs again alone: the failure reaches only its caller. A caller
-cancelled after it joined finds its unit stored, as on the writer's thread.
+cancelled after it joined finds its unit stored, as on the writer's thread,
+whether the joined units committed together or not. Each unit has its own
+inline budget in the group, and at most `MAX_UNITS` join one pass.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
@@ -22,6 +25,7 @@ import pytest
 
 from bridge.storage.errors import IntegrityError
 from bridge.storage.sqlite import SqliteDatabase
+from bridge.storage.sqlite.group import MAX_UNITS
 from bridge.storage.units import Unit, execute, fetch_one
 from tests.waits import HANG_S
 
@@ -175,3 +179,135 @@ async def test_a_caller_cancelled_after_it_joined_finds_its_unit_stored(
     assert isinstance(got[1], asyncio.CancelledError)
     assert await stored(db) == [1, 2, 3]
     assert db.joined == 1
+
+
+def rows_in(path: Path) -> list[int]:
+    """Row numbers as another connection finds them in the file."""
+    conn = sqlite3.connect(path)
+    try:
+        return [int(r[0]) for r in conn.execute("SELECT n FROM t ORDER BY n")]
+    finally:
+        conn.close()
+
+
+def _spoil_by_a_failing_unit(db: SqliteDatabase) -> Callable[[], Any]:
+    return partial(db.atomic, partial(added, 3, then="INSERT INTO t (n) VALUES (1)"))
+
+
+def _spoil_by_a_busy_writer(db: SqliteDatabase, release: threading.Event) -> Callable[[], Any]:
+    return partial(db.write, lambda conn: release.wait(HANG_S))
+
+
+def _spoil_by_a_transaction(db: SqliteDatabase, release: threading.Event) -> Callable[[], Any]:
+    async def transaction() -> None:
+        async with db.transaction():
+            await db.execute("INSERT INTO t (n) VALUES (7)")
+
+    return transaction
+
+
+@pytest.mark.parametrize("spoiler", ["failing unit", "busy writer", "transaction"])
+async def test_a_cancelled_caller_s_unit_is_stored_when_its_pass_does_not_commit_together(
+    traced_db: tuple[SqliteDatabase, list[str]], tmp_path: Path, spoiler: str
+) -> None:
+    """atk2 s43 #1: when the joined units could not commit together (another one failed,
+    the writer's thread took a job in that pass, a transaction opened), each was handed
+    back to its caller to run alone, so a caller cancelled meanwhile (a Stop, a shutdown)
+    dropped its unit silently. It is queued on the writer's thread, as a queued job runs
+    to its end whoever awaits it."""
+    db, _ = traced_db
+    release = threading.Event()
+    spoil = {
+        "failing unit": lambda: _spoil_by_a_failing_unit(db),
+        "busy writer": lambda: _spoil_by_a_busy_writer(db, release),
+        "transaction": lambda: _spoil_by_a_transaction(db, release),
+    }[spoiler]()
+    tasks: list[asyncio.Future[Any]] = []
+
+    async def cancel_the_second() -> None:
+        tasks[1].cancel()
+        release.set()  # the busy writer's job ends once the pass is over
+
+    tasks += [
+        asyncio.ensure_future(db.atomic(partial(added, 1))),
+        asyncio.ensure_future(db.atomic(partial(added, 2))),
+        asyncio.ensure_future(spoil()),
+        asyncio.ensure_future(cancel_the_second()),
+    ]
+    got = await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), HANG_S)
+    assert got[0] == 1 and isinstance(got[1], asyncio.CancelledError)
+    await db.aclose()  # waits for what was queued for a caller that is gone
+    assert 2 in rows_in(tmp_path / "roost.db")
+    assert 3 not in rows_in(tmp_path / "roost.db")
+
+
+async def test_a_long_unit_among_short_ones_runs_on_the_writer_s_thread(tmp_path: Path) -> None:
+    """atk2 s43 #2: a group's budget was one unit's times the units in it, so a long unit
+    that alone is cut and sent to the writer's thread ran whole on the loop's thread when
+    short ones joined it. Each unit has its own budget in the group."""
+    threads: list[tuple[int, str]] = []
+
+    def trace(conn: sqlite3.Connection) -> None:
+        conn.set_trace_callback(lambda s: threads.append((threading.get_ident(), s)))
+
+    db = await SqliteDatabase.open(tmp_path / "roost.db", readers=1, on_connect=trace)
+    await db.execute("CREATE TABLE t (n INTEGER PRIMARY KEY)")
+    await db.execute("CREATE TABLE big (k INTEGER PRIMARY KEY)")
+
+    def long_unit() -> Unit[int]:
+        yield execute(
+            "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 3000) "
+            "INSERT INTO big (k) SELECT i FROM c"
+        )
+        return 3000
+
+    calls = [partial(db.atomic, partial(added, n)) for n in range(10, 40)]
+    calls.insert(1, partial(db.atomic, long_unit))
+    threads.clear()
+    got = await in_one_pass(*calls)
+    assert 3000 in got and await stored(db) == list(range(10, 40))
+    loop_thread = threading.get_ident()
+    finished = [ident for ident, s in threads if s.strip().upper() == "COMMIT"]
+    assert any(ident != loop_thread for ident in finished)  # the long one, on the thread
+    await db.aclose()
+
+
+async def test_a_pass_holds_at_most_a_group_s_worth_of_units(
+    traced_db: tuple[SqliteDatabase, list[str]],
+) -> None:
+    """No more than `MAX_UNITS` units join one pass; the rest run as they come."""
+    db, statements = traced_db
+    got = await in_one_pass(*(partial(db.atomic, partial(added, n)) for n in range(1, 151)))
+    assert got == [n * n for n in range(1, 151)]
+    assert db.joined <= MAX_UNITS - 1
+    assert count(statements, "COMMIT") >= 151 - MAX_UNITS
+
+
+async def test_a_close_in_the_same_pass_runs_the_joined_units_first(tmp_path: Path) -> None:
+    """atk2 s43 #3: with no reader connection, a close in the pass a unit joined stopped the
+    writer before the pass's end: the unit was never run and its caller never answered."""
+    db = await SqliteDatabase.open(tmp_path / "roost.db", readers=0)
+    await db.execute("CREATE TABLE t (n INTEGER PRIMARY KEY)")
+    first = asyncio.ensure_future(db.atomic(partial(added, 1)))
+    second = asyncio.ensure_future(db.atomic(partial(added, 2)))
+    closing = asyncio.ensure_future(db.aclose())
+    got = await asyncio.wait_for(asyncio.gather(first, second, closing), HANG_S)
+    assert got[:2] == [1, 4]
+    assert rows_in(tmp_path / "roost.db") == [1, 2]
+
+
+async def test_a_joined_maker_that_raises_stopiteration_fails_its_caller(
+    traced_db: tuple[SqliteDatabase, list[str]],
+) -> None:
+    """atk2 s43 #4: a future refuses StopIteration, so the pass's end failed inside its
+    callback and the caller was never answered. It gets a RuntimeError, as a coroutine
+    raising StopIteration does."""
+    db, _ = traced_db
+
+    def maker() -> Unit[int]:
+        next(iter(()))  # the maker's own StopIteration
+        return added(9)
+
+    got = await in_one_pass(partial(db.atomic, partial(added, 1)), partial(db.atomic, maker))
+    assert got[0] == 1 and isinstance(got[1], RuntimeError)
+    assert await stored(db) == [1]

@@ -50,10 +50,10 @@ from bridge.storage.notify import Hub, Sub, check_topic
 from bridge.storage.placeholders import Params, translate
 from bridge.storage.protocol import Row
 from bridge.storage.sqlite import engine
-from bridge.storage.sqlite.group import Together
+from bridge.storage.sqlite.group import MAX_UNITS, Together
 from bridge.storage.sqlite.steps import begin, commit, rollback, run_steps, run_unit
 from bridge.storage.sqlite.text import SqliteTextIndex
-from bridge.storage.sqlite.worker import Worker
+from bridge.storage.sqlite.worker import Worker, fresh_budget
 from bridge.storage.units import Made, Unit, drive, made
 
 T = TypeVar("T")
@@ -120,6 +120,7 @@ class SqliteDatabase:
         self._inline_pass = False
         self._inline_task: asyncio.Task[Any] | None = None  # whose unit ran inline last
         self._joined: list[tuple[Made[Any], asyncio.Future[Any]]] = []
+        self._orphans: set[asyncio.Task[Any]] = set()  # joined units of cancelled callers
         self.joined = 0  # units that shared the inline commit of the unit before them
 
     @classmethod
@@ -299,7 +300,12 @@ class SqliteDatabase:
         if isinstance(unit, Generator):
             return await self._queue(functools.partial(run_unit, unit=unit))
         inline = self.inline_writes and not self._lock.locked()
-        if inline and self._inline_pass and self._inline_task is not asyncio.current_task():
+        if (
+            inline
+            and self._inline_pass
+            and self._inline_task is not asyncio.current_task()
+            and len(self._joined) < MAX_UNITS
+        ):
             # another task's unit ran inline in this pass of the loop: this one joins the
             # units that run together at the pass's end (not run: nothing of them stays, it
             # goes on alone). The same task's next unit would wait for none: it runs now.
@@ -333,25 +339,36 @@ class SqliteDatabase:
 
     def _end_pass(self) -> None:
         """The pass of the loop that ran a unit inline is over: the units that joined it
-        run inline as ONE transaction (`_all_in_one`), each caller told after its COMMIT.
-        When that fails, nothing of it stays: a unit alone gets its error, each of several
-        tries again alone (inline, then on the thread); cut short by the budget or the
-        writer busy, one alone goes to the thread."""
+        run inline as ONE transaction (`_all_in_one`, each with its own budget), each
+        caller told after its COMMIT. When that fails, nothing of it stays: a unit alone
+        gets its error, each of several tries again alone (inline, then on the thread); cut
+        short by a budget or the writer busy, one alone goes to the thread. A unit whose
+        caller was cancelled meanwhile is queued on the thread here, as a queued job runs
+        to its end whoever awaits it. No future is left unsettled."""
         self._inline_pass, self._inline_task = False, None
         joined, self._joined = self._joined, []
         if not joined:
             return
+        try:
+            self._run_joined(joined)
+        except BaseException as exc:  # never strand a caller
+            for _, fut in joined:
+                if not fut.done():
+                    fut.set_exception(_settable(exc))
+            raise
+
+    def _run_joined(self, joined: list[tuple[Made[Any], asyncio.Future[Any]]]) -> None:
         ran, values, alone = False, None, len(joined) > 1
         if self.inline_writes and not self._lock.locked():
             makes = [make for make, _ in joined]
             try:
                 ran, values = self._writer.try_inline(
-                    functools.partial(_all_in_one, makes), write=True, periods=len(makes)
+                    functools.partial(_all_in_one, makes), write=True
                 )
             except Exception as exc:  # one of them failed: nothing stays
                 if not alone:  # its own outcome
                     if not joined[0][1].done():
-                        joined[0][1].set_exception(exc)
+                        joined[0][1].set_exception(_settable(exc))
                     return
                 ran = False
         if ran and values is not None:
@@ -361,9 +378,23 @@ class SqliteDatabase:
                 if not fut.done():  # its caller was cancelled: the unit is stored all the same
                     fut.set_result((True, value, False))
             return
-        for _, fut in joined:
+        for make, fut in joined:
             if not fut.done():
                 fut.set_result((False, None, alone))
+            else:  # its caller was cancelled: nobody runs it again but the writer's thread
+                self._orphan(Together(make))
+
+    def _orphan(self, job: Together) -> None:
+        """`job` queued for a caller that is gone; its outcome is nobody's (kept referenced
+        until it ends)."""
+        task = asyncio.ensure_future(self._queue(job))
+        self._orphans.add(task)
+        task.add_done_callback(self._orphan_done)
+
+    def _orphan_done(self, task: asyncio.Task[Any]) -> None:
+        self._orphans.discard(task)
+        if not task.cancelled() and (exc := task.exception()) is not None:
+            log.warning("a unit whose caller was cancelled did not commit: %s", exc)
 
     # -- schema -------------------------------------------------------------------------
 
@@ -469,6 +500,7 @@ class SqliteDatabase:
         return await worker.run(look)
 
     async def aclose(self) -> None:
+        self._end_pass()  # units joined in this pass run now, before the writer stops
         if self._checkpoint is not None:
             await asyncio.gather(self._checkpoint, return_exceptions=True)
         if self._poller is not None:
@@ -478,6 +510,8 @@ class SqliteDatabase:
         if self._poll_worker is not None:
             readers.append(self._poll_worker)
         await asyncio.gather(*(w.stop() for w in readers))
+        if self._orphans:  # joined units of cancelled callers, on the writer's queue first
+            await asyncio.gather(*self._orphans, return_exceptions=True)
         # the writer closes last, alone: the last connection to close checkpoints the WAL
         # into roost.db and deletes it. Closed side by side, each saw the other still open
         # and none did (6 in 300 closes), so a copy of roost.db alone missed recent writes
@@ -522,12 +556,25 @@ def _alone(job: Callable[[Conn], T], conn: Conn) -> T:
 
 
 def _all_in_one(makes: list[Made[Any]], conn: Conn) -> list[Any]:
-    """Each unit `makes` makes, in order, in ONE transaction; their results. Any failure
-    (a unit's, its COMMIT's) leaves nothing of any of them (`Worker.try_inline`)."""
+    """Each unit `makes` makes, in order, in ONE transaction, each with the inline budget
+    it would have alone; their results. Any failure (a unit's, a budget's, the COMMIT's)
+    leaves nothing of any of them (`Worker.try_inline`)."""
     begin(conn)
-    values = [run_steps(conn, make()) for make in makes]
+    values = []
+    for make in makes:
+        fresh_budget(conn)
+        values.append(run_steps(conn, make()))
     commit(conn)
     return values
+
+
+def _settable(exc: BaseException) -> BaseException:
+    """`exc` as a future can hold it (a future refuses StopIteration, as a coroutine does)."""
+    if isinstance(exc, StopIteration):
+        wrapped = RuntimeError("a unit raised StopIteration")
+        wrapped.__cause__ = exc
+        return wrapped
+    return exc
 
 
 def _made_unit(make: Made[T]) -> Callable[[Conn], T]:

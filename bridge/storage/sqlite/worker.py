@@ -91,6 +91,12 @@ class _Budget:
         return 1 if self.left < 0 else 0
 
 
+def fresh_budget(conn: sqlite3.Connection) -> None:
+    """An inline job's budget from now on (`Worker.try_inline`); a job of several units sets
+    each its own, so a long one among short ones is cut as it would be alone."""
+    conn.set_progress_handler(_Budget(INLINE_PERIODS), INLINE_PERIOD)
+
+
 class Worker:
     def __init__(
         self, connect: Callable[[], sqlite3.Connection], name: str, *, idle_busy_ms: int = BUSY_MS
@@ -142,7 +148,7 @@ class Worker:
         return conn is not None and self._queued == self._ended and not conn.in_transaction
 
     def try_inline(
-        self, fn: Callable[[sqlite3.Connection], T], *, write: bool = False, periods: int = 1
+        self, fn: Callable[[sqlite3.Connection], T], *, write: bool = False
     ) -> tuple[bool, T | None]:
         """(True, result) when `fn` ran here within its budget; (False, None) when the
         thread is busy or `fn` needed more (then nothing of it is left: `run` it).
@@ -153,14 +159,14 @@ class Worker:
         it is rolled back here), so it can be run again on the thread. It waits for
         another connection's lock only as long as the idle connection's busy_timeout
         (`idle_busy_ms`: the writer's is 0); busy, it goes to the thread, which waits.
-        `write`: counted in `inlined_writes` too; `periods`: its budget in inline budgets
-        (several units that would each run inline, run as one job)."""
+        `write`: counted in `inlined_writes` too. Several units that would each run inline,
+        run as one job, give each its own budget (`fresh_budget` before each)."""
         conn = self._conn
         if conn is None or self._queued != self._ended or conn.in_transaction:
             return False, None
         if self._busy_ms != self._idle_ms:  # the thread leaves it so; this is the first job
             self._wait_ms(conn, self._idle_ms)
-        conn.set_progress_handler(_Budget(INLINE_PERIODS * periods), INLINE_PERIOD)
+        fresh_budget(conn)
         try:
             value = fn(conn)
         except sqlite3.Error as exc:
