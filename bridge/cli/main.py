@@ -67,15 +67,37 @@ class CommandListFormatter(argparse.HelpFormatter):
 
 
 class LazySubParsers(argparse._SubParsersAction):  # type: ignore[type-arg]
-    """Adds a subcommand's arguments when argparse picks that subcommand.
+    """Makes a subcommand's parser, and adds its arguments, when argparse picks that
+    subcommand.
 
     Adding them means importing the command's module (`bridge.cli.table`), so
-    `roost --help` imports no command module and `roost send` only its own.
+    `roost --help` imports no command module and `roost send` only its own. Making a
+    parser costs argparse's message look-ups (gettext, ~1 ms a parser): a command makes
+    its own only, not all of them (`add_lazy`); `roost --help` lists every command from
+    its name and help alone.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.pending: dict[str, AddArgs] = {}
+        self.pending: dict[str, tuple[dict[str, Any], AddArgs]] = {}
+
+    def add_lazy(self, name: str, help: str, add: AddArgs, **kwargs: Any) -> None:
+        """A subcommand listed in the help and accepted as a choice; its parser (`kwargs`:
+        as `add_parser`'s) is made when argparse picks it (`parser`)."""
+        self._choices_actions.append(self._ChoicesPseudoAction(name, (), help))
+        self._name_parser_map[name] = None  # a choice now, a parser once picked
+        self.pending[name] = (kwargs | {"prog": f"{self._prog_prefix} {name}"}, add)
+
+    def parser(self, name: str) -> argparse.ArgumentParser:
+        """The parser of subcommand `name`, made (with its arguments) on first use."""
+        waiting = self.pending.pop(name, None)
+        if waiting is not None:
+            kwargs, add = waiting
+            made = self._parser_class(**kwargs)
+            self._name_parser_map[name] = made
+            add(made)
+        found: argparse.ArgumentParser = self._name_parser_map[name]
+        return found
 
     def __call__(
         self,
@@ -84,9 +106,8 @@ class LazySubParsers(argparse._SubParsersAction):  # type: ignore[type-arg]
         values: Any,
         option_string: str | None = None,
     ) -> None:
-        add = self.pending.pop(values[0], None)
-        if add is not None:
-            add(self._name_parser_map[values[0]])
+        if values[0] in self._name_parser_map:
+            self.parser(values[0])
         super().__call__(parser, namespace, values, option_string)
 
 
@@ -137,8 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", action=LazySubParsers)
     assert isinstance(sub, LazySubParsers)
     for row in COMMANDS:
-        sub.add_parser(row.name, help=row.help, description=row.help)
-        sub.pending[row.name] = row.add_args
+        sub.add_lazy(row.name, row.help, row.add_args, description=row.help)
     return parser
 
 
