@@ -98,6 +98,14 @@ PRELOAD = (
     "bridge.mcp.client",
     "bridge.mcp.run",
     "bridge.mcp.http",
+    # what `roost serve` imports on its way to the ready line: the web channel (aiohttp),
+    # the sandbox runner (forge), dispatch and readiness (~0.3 s of CPU a daemon start)
+    "bridge.app.web_extras",
+    "bridge.app.readiness",
+    "bridge.core.dispatch",
+    "bridge.core.lease_hold",
+    "bridge.channels.common.shared",
+    "forge.runner",
 )
 HEADER = struct.Struct("!I")
 
