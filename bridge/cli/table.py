@@ -9,8 +9,8 @@ is one function in a module of `bridge/cli` and one row here.
 The modules are imported only when their command is chosen (`Row.command`): each
 command pays for its own imports only, so `roost --help` imports none of them
 and `roost send` does not import what `roost doctor` needs (aiohttp's client,
-the MCP SDK, ...). `main.build_parser` adds a command's arguments only when
-argparse picks that command (`LazySubParsers`).
+the MCP SDK, ...). `main.build_parser` makes a command's parser and adds its
+arguments only when argparse picks that command (`LazySubParsers`).
 """
 
 from __future__ import annotations
