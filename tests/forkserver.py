@@ -106,6 +106,7 @@ PRELOAD = (
     "bridge.core.lease_hold",
     "bridge.channels.common.shared",
     "forge.runner",
+    "bridge.llm.openai",  # a configured model's backend (tests serve a fake OpenAI one)
 )
 HEADER = struct.Struct("!I")
 
