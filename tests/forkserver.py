@@ -99,7 +99,7 @@ PRELOAD = (
     "bridge.mcp.run",
     "bridge.mcp.http",
     # what `roost serve` imports on its way to the ready line: the web channel (aiohttp),
-    # the sandbox runner (forge), dispatch and readiness (~0.3 s of CPU a daemon start)
+    # the sandbox runner (forge), dispatch and readiness (~0.15-0.2 s of CPU a daemon start)
     "bridge.app.web_extras",
     "bridge.app.readiness",
     "bridge.core.dispatch",
