@@ -57,6 +57,15 @@ PLAYWRIGHT_OFF = [
     "ThirdPartyStoragePartitioning",
 ]
 OMNIBOX_POPUP = ["WebUIOmniboxPopup", "WebUIOmniboxFullPopup", "WebUIOmniboxAimPopup"]
+# After each page's first navigation Chromium starts a spare renderer for the next one, but
+# a spare serves only its own browser context, and every test opens a new context: each
+# test paid a renderer that never showed a page (30 renderers for 14 tests, 16 without).
+SPARE_RENDERER = ["SpareRendererForSitePerProcess"]
+# Chromium's fake microphone (a beep) and its permission prompt answered yes: only
+# test_browser_attach records, but with the same flags every browser test shares one
+# browser (one launch, one GPU process and network service per worker, not two). A page
+# that asks for nothing behaves as without them.
+MEDIA = ["--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream"]
 # Playwright's features that do nothing on Linux (Windows, Edge): not repeated
 NOT_ON_LINUX = {
     "TcpPortRandomizationWin",
@@ -72,7 +81,8 @@ ARGS = [
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
-    "--disable-features=" + ",".join(PLAYWRIGHT_OFF + OMNIBOX_POPUP),
+    "--disable-features=" + ",".join(PLAYWRIGHT_OFF + OMNIBOX_POPUP + SPARE_RENDERER),
+    *MEDIA,
 ]
 TOKEN = "browser-token-0123456789"
 GREETING = "Hello from **roost** with `code` and <b>no html</b>."
@@ -206,7 +216,7 @@ async def test_our_disabled_features_keep_playwrights(browsers: Browsers) -> Non
         w.split("=", 1)[1].split(",") for w in line.split() if w.startswith("--disable-features=")
     ]
     assert len(lists) >= 2, line  # Playwright's, then ours
-    assert lists[-1] == PLAYWRIGHT_OFF + OMNIBOX_POPUP
+    assert lists[-1] == PLAYWRIGHT_OFF + OMNIBOX_POPUP + SPARE_RENDERER
     missing = {f for given in lists[:-1] for f in given} - set(lists[-1]) - NOT_ON_LINUX
     assert not missing, f"add to PLAYWRIGHT_OFF: {sorted(missing)}"
 

@@ -4,8 +4,9 @@ The page is the real one, served by the real web channel over a real roost
 (the scripted `EchoModel` of test_browser.py); a recorder around the core's
 `handle` shows the `Inbound` each message became. Chromium runs with its
 fake microphone (`--use-fake-device-for-media-stream`, a beep) and grants
-it without asking (`--use-fake-ui-for-media-stream`), so MediaRecorder
-records for real. Skipped without Chromium, as test_browser.py.
+it without asking (`--use-fake-ui-for-media-stream`), flags of test_browser.py's
+ARGS, which every browser test shares: MediaRecorder records for real. Skipped
+without Chromium, as test_browser.py.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ from tests.spine.test_web_upload import png, recorder
 from tests.waits import HANG_S
 
 pytestmark = BROWSER_TESTS
-MEDIA = ["--use-fake-device-for-media-stream", "--use-fake-ui-for-media-stream"]
 
 # Build a File in the page and hand it over as a paste (ClipboardEvent) or a drop (DragEvent).
 GIVE = """([how, name, type, b64]) => {
@@ -94,7 +94,7 @@ async def page(
         attachment_bytes=settings.limits.attachment_bytes,
     )
     await web.start()
-    browser = await browsers.launch(ARGS + MEDIA)
+    browser = await browsers.launch(ARGS)
     context = await browser.new_context(permissions=["microphone"])
     try:
         tab = await context.new_page()
