@@ -798,9 +798,11 @@ class Matcher:
         for form, mark in forms.items():
             for spelled in (form, _halfwidth(form, 1), canonical(form), *_edge_readings(form)):
                 for known in (_lower(spelled), _lower(_Folded(spelled).text)):  # its own NBSP
-                    # a reading shorter than a secret, or of blanks alone (`&shy;&shy;`
-                    # decodes to nothing), would match anywhere or at no width: not known
-                    if len(known) >= MIN_SECRET_CHARS and not known.isspace():
+                    # a reading of blanks alone or of nothing (`&shy;&shy;` decodes to
+                    # nothing), or one that decoding made shorter than a secret, would
+                    # match at no width (a search that never ends) or almost anywhere
+                    short = len(known) < min(MIN_SECRET_CHARS, len(form))
+                    if known and not known.isspace() and not short:
                         by_form.setdefault(known, mark)
         # a value's own spaces match any run of blanks (`_spelled`): a match that is no form
         # is known with its blanks as one space (`_found`)
