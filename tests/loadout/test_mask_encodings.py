@@ -552,12 +552,19 @@ def test_a_stream_reads_short_fullwidth_runs_as_the_whole_text_does() -> None:
     four, a space and another run before it, ASCII after it). A stream holds that with the
     run, so it masks what the whole text masks. Seeded: words of a passphrase, some in
     fullwidth, joined by spaces, U+3000 or line breaks, among CJK or fullwidth context."""
-    rng = random.Random(42)
-    wide = str.maketrans({chr(c): chr(c + 0xFEE0) for c in range(0x21, 0x7F)})
-    words = ["cat", "dog", "x/y", "Kq9L", "run", "ab", "fox", "ok!"]
     before = ["pre ", "漢字", "ｂｉｇ\u3000", "", "（注）", "ｃａｔ ", "ｂ ", "ｘ\u3000"]
     after = [" post", "。", "", "漢", "\u3000ｂ ", "ｃａｔ"]
-    for _ in range(200):
+    _stream_as_whole_seeded(random.Random(42), before, after, 200)
+
+
+def _stream_as_whole_seeded(
+    rng: random.Random, before: list[str], after: list[str], cases: int
+) -> None:
+    """Passphrases of short words, some in fullwidth, joined by spaces, U+3000 or line
+    breaks, between `before` and `after`: streamed in pieces of 1-3, as the whole text."""
+    wide = str.maketrans({chr(c): chr(c + 0xFEE0) for c in range(0x21, 0x7F)})
+    words = ["cat", "dog", "x/y", "Kq9L", "run", "ab", "fox", "ok!"]
+    for _ in range(cases):
         chosen = rng.sample(words, rng.randint(2, 3))
         shown = ""
         for k, word in enumerate(chosen):
@@ -587,21 +594,9 @@ def test_a_stream_reads_what_it_already_sent_before_a_fullwidth_run() -> None:
         assert masker.mask(text).startswith("a[vault:V]"), text
         for size in (1, 2, 3):
             assert _streamed(masker, text, size) == masker.mask(text), (text, size)
-    rng = random.Random(43)
-    words = ["cat", "dog", "x/y", "Kq9L", "run", "ab", "fox", "ok!"]
     before = ["a", "e ", "pw:a", "x1", "ｂ a"]
     after = [" post", "。", "", "\na", "\u3000ｂ ", "ｃａｔ"]
-    for _ in range(150):
-        chosen = rng.sample(words, rng.randint(2, 3))
-        shown = ""
-        for k, word in enumerate(chosen):
-            shown += word.translate(wide) if rng.random() < 0.7 else word
-            shown += rng.choice([" ", "\u3000", "\n", "\n\n"]) if k < len(chosen) - 1 else ""
-        text = rng.choice(before) + shown + rng.choice(after)
-        masker = Masker({"V": " ".join(chosen)})
-        whole = masker.mask(text)
-        for size in (1, 2, 3):
-            assert _streamed(masker, text, size) == whole, (text, size)
+    _stream_as_whole_seeded(random.Random(43), before, after, 150)
 
 
 def test_what_a_stream_reads_again_is_never_sent_twice() -> None:

@@ -26,17 +26,9 @@ import pytest
 from bridge.storage.errors import IntegrityError
 from bridge.storage.sqlite import SqliteDatabase
 from bridge.storage.sqlite.group import MAX_UNITS
-from bridge.storage.units import Unit, execute, fetch_one
+from bridge.storage.units import Unit, execute
+from tests.storage.test_writer_group import added
 from tests.waits import HANG_S
-
-
-def added(n: int, then: str = "") -> Unit[int]:
-    """Row `n` stored; with `then`, that statement after it; the row's square back."""
-    yield execute("INSERT INTO t (n) VALUES (?)", (n,))
-    if then:
-        yield execute(then)
-    row = yield fetch_one("SELECT n * n FROM t WHERE n = ?", (n,))
-    return int(row[0])
 
 
 def refused(n: int) -> Unit[None]:
