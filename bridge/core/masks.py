@@ -61,7 +61,8 @@ class MaskedDeltas:
         text = self._left + valid_unicode(new)
         out, self._pending = self._masker.split(text, len(self._left), end=end)
         # never from the middle of an escape (the second `\` of `\\u0041` is no escape)
-        self._left = text[: len(text) - len(self._pending)][-LEFT_CHARS:].lstrip("\\")
+        sent = len(text) - len(self._pending)
+        self._left = text[max(0, sent - LEFT_CHARS) : sent].lstrip("\\")
         return out
 
 

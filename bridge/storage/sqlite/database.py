@@ -312,7 +312,7 @@ class SqliteDatabase:
             done, value, inline = await self._join(unit)
             if done:
                 return value  # type: ignore[return-value]
-        if inline and self.inline_writes and not self._lock.locked():
+        if inline and not self._lock.locked():  # (a transaction may have begun meanwhile)
             done, value = self._writer.try_inline(_made_unit(unit), write=True)
             if done:
                 self._ran_inline()
