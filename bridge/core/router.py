@@ -152,6 +152,9 @@ class Core:
         # stop / attach a turn (shared with /stop, `bridge.core.builtin_commands`)
         self.running: RunningTurns[SessionKey] = running or RunningTurns()
         self._inflight: set[asyncio.Task[object]] = set()
+        # set by `drain`: a message that arrives from then on is not taken (cancelled as the
+        # drain cancels what still runs: the web answers 503, a push channel's inbox keeps it)
+        self._stopping = False
         self.turns_served = 0  # model turns answered since start (systemd STATUS=)
 
     @property
@@ -171,8 +174,12 @@ class Core:
         written as their aggregate record. A cancelled turn that only a person's
         resend can answer (`handle`'s) is kept for the page's history as a failed turn
         (`TurnRunner.closing`); a push channel's (`answer`) is answered again from its
-        inbox after the restart.
+        inbox after the restart. From the drain's start on, a new message is cancelled
+        on arrival, before anything reads it: it is what the drain would cancel anyway
+        (the web's request would be cut when its listener stops), and it no longer holds
+        the stop up for its whole grace.
         """
+        self._stopping = True
         await self.access.flush()
         pending = {t for t in self._inflight if not t.done()}
         if pending:
@@ -208,6 +215,9 @@ class Core:
     ) -> Final:
         inbound = valid_inbound(inbound)  # before anything reads it: no lone surrogate
         task = asyncio.current_task()
+        if task is not None and self._stopping:  # roost stops: not taken (see `drain`)
+            task.cancel()
+            await asyncio.sleep(0)  # the cancellation is raised here
         if task is not None:
             self._inflight.add(task)
         try:

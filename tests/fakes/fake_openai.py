@@ -272,6 +272,10 @@ class FakeOpenAI:
         port = self._runner.addresses[0][1]
         self.base_url = f"http://127.0.0.1:{port}/v1"
 
+    def release(self) -> None:
+        """End every `Hang` now: its connection is closed (the client sees a broken stream)."""
+        self._closing.set()
+
     async def close(self) -> None:
         self._closing.set()
         if self._runner is not None:

@@ -150,6 +150,53 @@ async def test_sigterm_during_a_slow_turn_exits_cleanly(home: Path, fake: FakeOp
     assert "event: final" in events and "roost is stopping" in events
 
 
+async def test_a_web_message_sent_while_roost_stops_is_answered_503_not_run(
+    home: Path, fake: FakeOpenAI
+) -> None:
+    """While the drain waits for a slow turn, a new `POST /api/chat` gets the 503 at once:
+    it is not run (its turn would be cut off when the listener stops) and not stored."""
+    from tests.fakes.fake_openai import Hang
+
+    env = {**env_for(home, fake), "ROOST_LIMITS__SHUTDOWN_GRACE_S": "600"}
+    daemon = await start_daemon(env)
+    auth = {"Authorization": f"Bearer {(home / 'web-token').read_text().strip()}"}
+    fake.script(Hang())
+
+    async def asked(http: aiohttp.ClientSession, text: str) -> tuple[int, dict[str, Any]]:
+        async with http.post("/api/chat", json={"text": text, "chat": text}, headers=auth) as r:
+            return r.status, await r.json()
+
+    answers: list[tuple[str, int, dict[str, Any]]] = []
+    async with aiohttp.ClientSession(f"http://127.0.0.1:{daemon.port}") as http:
+        slow = asyncio.ensure_future(asked(http, "slow"))
+        async with asyncio.timeout(HANG_S):  # a safety net against a hung run, not a speed check
+            while not fake.requests:
+                await asyncio.sleep(0.05)
+            daemon.proc.send_signal(signal.SIGTERM)
+            # until one is refused: one the daemon read before its loop ran the signal's
+            # handler is answered as usual (the handler runs at the loop's next pass, and a
+            # turn takes many: 20 is far more than can come first)
+            while len(answers) < 20 and (not answers or answers[-1][1] == 200):
+                text = f"late{len(answers)}"
+                answers.append((text, *await asked(http, text)))
+        assert not slow.done()  # the drain still waits for the slow turn
+        fake.release()  # the model's stream breaks: the slow turn ends, the daemon stops
+        status, _ = await slow
+        _, err = await asyncio.wait_for(daemon.proc.communicate(), HANG_S)
+    assert daemon.proc.returncode == 0, err.decode()
+    text, status, body = answers[-1]
+    assert status == 503 and "roost is stopping" in body["error"]
+    assert [m for m in fake.requests if text in str(m)] == []  # the model never saw it
+
+    daemon = await start_daemon(env)
+    try:
+        async with aiohttp.ClientSession(f"http://127.0.0.1:{daemon.port}") as http:
+            r = await http.get(f"/api/history?chat={text}", headers=auth)
+            assert text not in await r.text()  # not stored
+    finally:
+        await daemon.stop()
+
+
 async def run(args: list[str], env: dict[str, str], stdin: bytes = b"") -> tuple[int, str, str]:
     proc = await asyncio.create_subprocess_exec(
         *ROOST,

@@ -79,3 +79,33 @@ async def test_a_finished_turn_is_not_reported_cancelled(settings: Settings, clo
         await roost.aclose()
     chain: Path = settings.home / "audit" / "chain.jsonl"
     assert tail(chain, 10, type="message.failed") == []
+
+
+async def test_a_message_that_comes_while_roost_stops_is_not_taken(
+    settings: Settings, clock: Clock
+) -> None:
+    """From the drain's start on, a new message is cancelled on arrival, as the drain
+    cancels what still runs: the model is not asked and nothing of it is recorded."""
+    backend = HangingBackend()
+    roost = await build(settings, backend=backend, clock=clock)
+    try:
+        running = asyncio.create_task(roost.core.handle(web_msg("first", 1, "c1")))
+        await backend.asked.wait()
+        draining = asyncio.create_task(roost.core.drain(30))  # waits for the hung turn
+        await asyncio.sleep(0)  # the drain has begun
+        backend.asked.clear()
+        late = asyncio.create_task(roost.core.handle(web_msg("late", 2, "c2")))
+        asked = asyncio.create_task(backend.asked.wait())  # the model asked: it was taken
+        await asyncio.wait({late, asked}, return_when=asyncio.FIRST_COMPLETED)
+        asked.cancel()
+        assert backend.requests == 1
+        assert late.cancelled()
+        assert not running.done() and not draining.done()  # the hung turn still runs
+        running.cancel()
+        assert await draining == 0
+    finally:
+        await roost.aclose()
+    chain = settings.home / "audit" / "chain.jsonl"
+    assert verify(chain).ok
+    received = tail(chain, 10, type="message.received")
+    assert len(received) == 1, "the late message left no record"
