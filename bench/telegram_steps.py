@@ -171,18 +171,43 @@ def table(steps: Steps) -> dict[str, tuple[float, float, int]]:
     }
 
 
+def loop_cpu(steps: Steps) -> float:
+    """Median loop CPU ms of a whole round trip (from its push to its last step before
+    the next push)."""
+    spent = []
+    for trip in steps.trips():
+        read = [used for _, _, used in trip if used == used]  # the fake's receipt has none
+        if len(read) > 1:
+            spent.append((read[-1] - read[0]) * 1000)
+    return statistics.median(spent) if spent else float("nan")
+
+
 def print_steps(runs: dict[str, Steps]) -> None:
-    """The step tables of the set-ups side by side (ms since the push / loop CPU ms)."""
+    """The step tables of the set-ups side by side (ms since the push / loop CPU ms), and
+    with two set-ups the first's loop CPU less the second's per step (what the first adds
+    at each step: a step only one takes counts as 0 in the other), then each one's
+    median loop CPU of a whole round trip."""
     tables = {label: table(steps) for label, steps in runs.items()}
     order = sorted(  # in the first set-up's order, then the steps only others take
         {name for t in tables.values() for name in t},
         key=lambda n: next((i, t[n][0]) for i, t in enumerate(tables.values()) if n in t),
     )
     head = "".join(f" {label[:26]:>26}" for label in tables)
-    print(f"  {'step (median ms since the push / loop CPU ms since the step before)':70}{head}")
+    pair = len(tables) == 2
+    extra = f" {'cpu: 1st - 2nd':>15}" if pair else ""
+    title = "step (median ms since the push / loop CPU ms since the step before)"
+    print(f"  {title:70}{head}{extra}")
     for name in order:
-        cells = ""
+        cells, spent = "", []
         for t in tables.values():
             wall_ms, cpu_ms, _n = t.get(name, (float("nan"), float("nan"), 0))
             cells += f" {'-':>26}" if wall_ms != wall_ms else f" {wall_ms:12.3f} / {cpu_ms:11.3f}"
+            spent.append(cpu_ms if cpu_ms == cpu_ms else 0.0)
+        if pair and name != GOT:  # the fake's receipt has no CPU reading
+            cells += f" {spent[0] - spent[1]:+15.3f}"
         print(f"  {name[:70]:70}{cells}")
+    whole = [loop_cpu(steps) for steps in runs.values()]
+    cells = "".join(f" {'':12}   {ms:11.3f}" for ms in whole)
+    if pair:
+        cells += f" {whole[0] - whole[1]:+15.3f}"
+    print(f"  {'a whole round trip, loop CPU (median)':70}{cells}")
