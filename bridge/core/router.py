@@ -152,8 +152,8 @@ class Core:
         # stop / attach a turn (shared with /stop, `bridge.core.builtin_commands`)
         self.running: RunningTurns[SessionKey] = running or RunningTurns()
         self._inflight: set[asyncio.Task[object]] = set()
-        # set by `drain`: a message that arrives from then on is not taken (cancelled as the
-        # drain cancels what still runs: the web answers 503, a push channel's inbox keeps it)
+        # set by `drain`: a `handle` message that arrives from then on is not taken
+        # (cancelled as the drain cancels what still runs: the web answers 503)
         self._stopping = False
         self.turns_served = 0  # model turns answered since start (systemd STATUS=)
 
@@ -174,10 +174,11 @@ class Core:
         written as their aggregate record. A cancelled turn that only a person's
         resend can answer (`handle`'s) is kept for the page's history as a failed turn
         (`TurnRunner.closing`); a push channel's (`answer`) is answered again from its
-        inbox after the restart. From the drain's start on, a new message is cancelled
-        on arrival, before anything reads it: it is what the drain would cancel anyway
-        (the web's request would be cut when its listener stops), and it no longer holds
-        the stop up for its whole grace.
+        inbox after the restart. From the drain's start on, a new `handle` message (the
+        web's, whose caller waits for the answer) is cancelled on arrival, before anything
+        reads it: its request would be cut when the listener stops, and the 503 its
+        channel answers says to send it again. A push channel's new message (`answer`)
+        still runs: Matrix keeps no inbox to answer it from after the restart.
         """
         self._stopping = True
         await self.access.flush()
@@ -215,7 +216,7 @@ class Core:
     ) -> Final:
         inbound = valid_inbound(inbound)  # before anything reads it: no lone surrogate
         task = asyncio.current_task()
-        if task is not None and self._stopping:  # roost stops: not taken (see `drain`)
+        if task is not None and self._stopping and isinstance(reply, Returned):  # see `drain`
             task.cancel()
             await asyncio.sleep(0)  # the cancellation is raised here
         if task is not None:

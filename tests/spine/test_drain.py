@@ -84,8 +84,11 @@ async def test_a_finished_turn_is_not_reported_cancelled(settings: Settings, clo
 async def test_a_message_that_comes_while_roost_stops_is_not_taken(
     settings: Settings, clock: Clock
 ) -> None:
-    """From the drain's start on, a new message is cancelled on arrival, as the drain
-    cancels what still runs: the model is not asked and nothing of it is recorded."""
+    """From the drain's start on, a new web message is cancelled on arrival, as the drain
+    cancels what still runs: the model is not asked and nothing of it is recorded. A push
+    channel's still runs (Matrix keeps no inbox to answer it from after a restart)."""
+    from tests.spine.test_web_restart_kept import PushReply
+
     backend = HangingBackend()
     roost = await build(settings, backend=backend, clock=clock)
     try:
@@ -100,12 +103,20 @@ async def test_a_message_that_comes_while_roost_stops_is_not_taken(
         asked.cancel()
         assert backend.requests == 1
         assert late.cancelled()
+        pushed = web_msg("pushed", 3, "c3")  # through `answer`, as a push channel's
+        backend.asked.clear()
+        push = asyncio.create_task(roost.core.answer(pushed, PushReply()))
+        asked = asyncio.create_task(backend.asked.wait())
+        await asyncio.wait({push, asked}, return_when=asyncio.FIRST_COMPLETED)
+        assert backend.requests == 2  # taken: the model is asked
+        assert not push.done()
         assert not running.done() and not draining.done()  # the hung turn still runs
         running.cancel()
+        push.cancel()
         assert await draining == 0
     finally:
         await roost.aclose()
     chain = settings.home / "audit" / "chain.jsonl"
     assert verify(chain).ok
     received = tail(chain, 10, type="message.received")
-    assert len(received) == 1, "the late message left no record"
+    assert len(received) == 2, "the late web message left no record"
