@@ -42,6 +42,7 @@ status). Each call's code is compiled here and sent to the runner once
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import json
 import os
@@ -583,9 +584,11 @@ def main() -> None:
     ctx, caps = prepare(layers, answer_fd, warm)
     protect_library(ctx.proxies)  # library methods check their self (forge.bound_self)
     rehearse_calls(ctx)  # every child starts warm (forge.rehearsal)
+    if slices:
+        ctx = dataclasses.replace(ctx, background_slices=True)
     zygote = Zygote.start(ctx)  # before the first request is read
     # this process is on every call's path, the zygote and waiting children are not
-    # (they keep the default slice; forge.confine.sched)
+    # (they take the background slice, asked for by the zygote; forge.confine.sched)
     if slices:
         set_slice(0, CALL_SLICE_NS)
     if answer_fd >= 0:

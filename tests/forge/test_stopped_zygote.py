@@ -80,11 +80,21 @@ def stopped(pid: int) -> Iterator[None]:
             os.kill(pid, signal.SIGCONT)
 
 
+def in_workspace(pid: int, ws: Path) -> bool:
+    """Whether `pid` waits confined to `ws` (it moved into it: forge.zygote's binding)."""
+    try:
+        return Path(os.readlink(f"/proc/{pid}/cwd")) == ws.resolve()
+    except OSError:
+        return False
+
+
 async def ready(r: SandboxRunner, ws: Path) -> tuple[int, int, set[int]]:
     """After one call in `ws`: its helper, its zygote, and the children forked after
-    that call's child (`IDLE_CHILDREN` of them). The zygote forks one child at a
-    time and hands each over before the next fork, so all but the last of them
-    have reached the helper when all are seen."""
+    that call's child (`IDLE_CHILDREN` of them), each confined to `ws` while it
+    waits (the children forked before the first call are killed once the first
+    confined one arrives, forge.child_pool `lend`: they are not counted). The zygote
+    forks one child at a time and hands each over before the next fork, so all but
+    the last of them have reached the helper when all are seen."""
     first = await r.run(PID, {}, ws)
     assert first.ok, first
     helper, zygote = r.helper_pid(ws), r.zygote_pid(ws)
@@ -93,7 +103,11 @@ async def ready(r: SandboxRunner, ws: Path) -> tuple[int, int, set[int]]:
     def waiting() -> set[int]:
         return set(children_of(zygote)) - {first.result}
 
-    await until(lambda: len(waiting()) == IDLE_CHILDREN, "the children forked ahead")
+    def settled() -> bool:
+        now = waiting()
+        return len(now) == IDLE_CHILDREN and all(in_workspace(pid, ws) for pid in now)
+
+    await until(settled, "the children forked ahead, confined to the workspace")
     return helper, zygote, waiting()
 
 
