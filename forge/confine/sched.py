@@ -33,6 +33,7 @@ CALL_SLICE_NS = 100_000  # the shortest slice the kernel takes (0.1 ms)
 # the longest slice it takes (100 ms): the zygote, the waiting children it forks (they
 # inherit it) and a child that has answered, so that they wake up after the call's path
 BACKGROUND_SLICE_NS = 100_000_000
+NO_BACKGROUND_SLICES = "default-background"  # a helper's argument: not them (measurements)
 
 
 def slice_attr(ns: int, nice: int = 0) -> ctypes.Array[ctypes.c_char]:

@@ -157,6 +157,23 @@ async def test_short_slices_off_leaves_the_helper_at_the_default(workspace: Path
         await runner.aclose()
 
 
+@needs_slices
+@pytest.mark.asyncio
+async def test_background_slices_off_leaves_the_zygote_at_the_default(workspace: Path) -> None:
+    runner = SandboxRunner(default_timeout_s=HANG_S, background_slices=False)
+    await runner.start()
+    try:
+        res = await runner.run(ONE, {}, workspace)
+        assert res.ok, res
+        helper, zygote = runner.helper_pid(workspace), runner.zygote_pid(workspace)
+        assert helper is not None and zygote is not None
+        if slice_of(helper) != CALL_SLICE_NS:
+            pytest.skip("this kernel ignores the slice of SCHED_OTHER (before 6.12)")
+        assert slice_of(zygote) not in (None, CALL_SLICE_NS, BACKGROUND_SLICE_NS)
+    finally:
+        await runner.aclose()
+
+
 PRIORITY = '''
 import os
 import resource
