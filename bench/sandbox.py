@@ -53,9 +53,7 @@ round of issue 26) and with the helper relaying every answer
 (`SandboxRunner(direct_answers=False)`, the path before issue 26's first round)
 and with the helper and the child handed a call keeping the default time slice
 (`SandboxRunner(short_slices=False)`, forge.confine.sched, the path before this
-round), and with the zygote, its waiting children and a child that has answered
-keeping the default slice instead of the longest (`SandboxRunner(background_slices=
-False)`, the path before session 44), measured in alternating blocks in the same run.
+round), measured in alternating blocks in the same run.
 
 `--callers` (also after the measurements of a plain run) runs two concurrent callers
 traced: how many calls found no waiting child (forge.child_pool) and waited for a
@@ -790,23 +788,21 @@ async def measure(ws: Path, quick: bool) -> None:
     cold = SandboxRunner(warm_children=False)  # waiting children do not warm up
     relayed = SandboxRunner(direct_answers=False)  # before issue 26: the helper relays
     unsliced = SandboxRunner(short_slices=False)  # the call's path keeps the default slice
-    # the zygote, the waiting children and a child that answered keep the default slice
-    foreground = SandboxRunner(background_slices=False)
     execd = SandboxRunner(fork_helpers=False)  # every helper a fresh `python -I -S`
-    for each in (runner, cold, relayed, unsliced, foreground):
+    for each in (runner, cold, relayed, unsliced):
         await each.start()
     missing = runner.missing_layers()
     print(f"layers missing on this machine: {missing or 'none'}")
     try:
         for name, (source, params) in TOOLS.items():
-            for each in (runner, cold, relayed, unsliced, foreground):
+            for each in (runner, cold, relayed, unsliced):
                 await sandboxed(each, source, params, ws, warm)  # warm caches
             floor = plain_exec(source, params, ws, n_exec)
-            sand, unwarmed, hop, long_slice, fore = await interleaved(
-                [runner, cold, relayed, unsliced, foreground], source, params, ws, n_sand
+            sand, unwarmed, hop, long_slice = await interleaved(
+                [runner, cold, relayed, unsliced], source, params, ws, n_sand
             )
-            apart, apart_cold, apart_long, apart_fore = await interleaved_spaced(
-                [runner, cold, unsliced, foreground], source, params, ws, n_spaced
+            apart, apart_cold, apart_long = await interleaved_spaced(
+                [runner, cold, unsliced], source, params, ws, n_spaced
             )
             fresh = fresh_subprocess(source, params, ws, n_fresh)
             p50 = {
@@ -820,11 +816,9 @@ async def measure(ws: Path, quick: bool) -> None:
                 ("children not warmed", unwarmed),
                 ("helper relays answer", hop),
                 ("default slices", long_slice),
-                ("no background slice", fore),
                 (f"{GAP_S * 1000:.0f} ms apart", apart),
                 (f"  not warmed, {GAP_S * 1000:.0f} ms", apart_cold),
                 (f"  default slices, {GAP_S * 1000:.0f}", apart_long),
-                (f"  no background, {GAP_S * 1000:.0f}", apart_fore),
                 ("fresh python -I", fresh),
             ):
                 print(
@@ -854,12 +848,6 @@ async def measure(ws: Path, quick: bool) -> None:
                 f"back to back, {statistics.median(apart_long) / statistics.median(apart):.2f}x "
                 f"{GAP_S * 1000:.0f} ms apart (the call's path asks for a 0.1 ms slice)"
             )
-            print(
-                f"  default / longest background slice = "
-                f"{statistics.median(fore) / p50['sandbox']:.2f}x back to back, "
-                f"{statistics.median(apart_fore) / statistics.median(apart):.2f}x "
-                f"{GAP_S * 1000:.0f} ms apart (the zygote, waiting and answered children)"
-            )
         pids = process_pids(runner, ws)
         before = {who: proc_usage(pid) for who, pid in pids.items()}
         rate, calls = await sustained_calls(runner, CSV_TOOL, {"path": "data.csv"}, ws, seconds)
@@ -880,8 +868,6 @@ async def measure(ws: Path, quick: bool) -> None:
         print(f"  the same, the helper relaying answers: {rate:.0f} calls/s ({load()})")
         rate = await sustained(unsliced, CSV_TOOL, {"path": "data.csv"}, ws, seconds)
         print(f"  the same, default slices: {rate:.0f} calls/s ({load()})")
-        rate = await sustained(foreground, CSV_TOOL, {"path": "data.csv"}, ws, seconds)
-        print(f"  the same, no background slice: {rate:.0f} calls/s ({load()})")
         print(f"one active sandbox helper: {helper_memory(runner.helper_pid(ws))}")
         await runner.start()  # the spare runs
         print(f"the runner's one spare helper: {helper_memory(runner.spare_pid())}")
@@ -904,7 +890,7 @@ async def measure(ws: Path, quick: bool) -> None:
                 f"{runner.helpers_forked()} helpers forked"
             )
     finally:
-        for each in (runner, cold, relayed, unsliced, foreground, execd):
+        for each in (runner, cold, relayed, unsliced, execd):
             await each.aclose()
 
 

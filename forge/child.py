@@ -58,7 +58,6 @@ from forge.confine.capabilities import drop_capabilities
 from forge.confine.kernel import close_range, die_with_parent
 from forge.confine.landlock import RulesetArgs, create_ruleset, landlock_restrict
 from forge.confine.rlimits import apply_rlimits
-from forge.confine.sched import set_own_slice
 from forge.confine.seccomp import SeccompFilter
 from forge.layers import Layers
 from forge.net_client import PipeChannel, make_net_module
@@ -102,11 +101,6 @@ class HelperContext:
     # seccomp as a stacked pair (forge.confine.seccomp): the zygote's part, a child's part
     seccomp_pair: tuple[SeccompFilter, SeccompFilter] | None = None
     seccomp_stacked: bool = False  # the zygote installed its part: a child installs the rest
-    # the zygote, its waiting children and a child that has answered take the longest
-    # slice (forge.confine.sched): the call's path wakes up ahead of them
-    background_slices: bool = False
-    # sched_setattr's argument a child gives itself once it has answered (the zygote's)
-    exit_slice: Any = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -549,10 +543,6 @@ def child_main(
         else:
             _write_all(result_fd, frame(data))
         os.close(result_fd)
-        if ctx.exit_slice is not None:
-            # answered: its exit (tearing down its address space) runs behind the next
-            # call's path, not ahead of it (it had the call's short slice)
-            set_own_slice(ctx.exit_slice)
     except MemoryError:
         try:
             _write_all(result_fd, FRAMED_MEMORY_ERROR)

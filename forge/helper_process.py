@@ -51,7 +51,6 @@ from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
-from forge.confine.sched import NO_BACKGROUND_SLICES
 from forge.layers import Layers
 from forge.protocol.answers import MESSAGE_MAX, decode_direct
 from forge.protocol.calls import (
@@ -527,9 +526,7 @@ def lend_socket() -> tuple[socket.socket, socket.socket]:
     return mine, theirs
 
 
-def helper_argv(
-    layers: Layers, warm: bool, slices: bool, children: int | None, background: bool = True
-) -> list[str]:
+def helper_argv(layers: Layers, warm: bool, slices: bool, children: int | None) -> list[str]:
     """A helper's command line after the project root, but for its answer socket
     (forge.worker.arguments)."""
     argv = [json.dumps(asdict(layers))] if layers.switched_off() else []
@@ -537,8 +534,6 @@ def helper_argv(
         argv.append("cold")
     if not slices:
         argv.append("default-slices")
-    if not background:
-        argv.append(NO_BACKGROUND_SLICES)
     if children is not None:
         argv.append(f"children={children:d}")
     return argv
@@ -553,7 +548,6 @@ async def start_helper(
     warm: bool = True,
     slices: bool = True,
     children: int | None = None,
-    background: bool = True,
 ) -> tuple[HelperProcess, Hello]:
     """A new helper running with `layers` (its command line; none switched off: no
     argument) and its `Hello`; RuntimeError when it fails to start. `direct`: give
@@ -561,9 +555,8 @@ async def start_helper(
     waiting children do not warm their call's path; `slices` False: the helper and
     the child handed a call keep the default time slice (both for measurements
     only; forge.confine.sched). `children`: how many children it forks ahead of
-    demand (None: forge.child_pool's default). `background` False: the zygote and
-    its children keep the default slice (for measurements only)."""
-    extra = helper_argv(layers, warm, slices, children, background)
+    demand (None: forge.child_pool's default)."""
+    extra = helper_argv(layers, warm, slices, children)
     mine, theirs = answer_socket() if direct else (None, None)
     lend, lend_theirs = lend_socket() if direct else (None, None)
     passed: tuple[int, ...] = ()

@@ -148,7 +148,6 @@ class SandboxRunner:
         direct_answers: bool = True,
         warm_children: bool = True,
         short_slices: bool = True,
-        background_slices: bool = True,
         idle_children: int | None = None,
         fork_helpers: bool = True,
     ) -> None:
@@ -163,9 +162,7 @@ class SandboxRunner:
         `warm_children` False: waiting children do not warm their call's path
         (forge.child; for measurements only). `short_slices` False: the helper and
         the child handed a call keep the default time slice (forge.confine.sched;
-        for measurements only). `background_slices` False: the zygote, its waiting
-        children and a child that has answered keep the default slice (for
-        measurements only). `idle_children`: how many children each helper
+        for measurements only). `idle_children`: how many children each helper
         forks ahead of demand (None: forge.child_pool.IDLE_CHILDREN); each costs
         its preparation's copied pages while it waits. `fork_helpers` False: every
         helper is exec'd, none forked from the template (each then has an address
@@ -190,7 +187,6 @@ class SandboxRunner:
         self._direct = direct_answers
         self._warm = warm_children
         self._slices = short_slices
-        self._background = background_slices
         self._children = idle_children
         self._template = HelperTemplate(python) if fork_helpers else None
         self._template_failures = 0  # in a row
@@ -220,7 +216,6 @@ class SandboxRunner:
                 self._warm,
                 self._slices,
                 self._children,
-                self._background,
             )
         self._started_one = True
         helper, hello = started
@@ -236,7 +231,7 @@ class SandboxRunner:
         template = self._template
         if template is None:
             return None
-        argv = helper_argv(self._layers, self._warm, self._slices, self._children, self._background)
+        argv = helper_argv(self._layers, self._warm, self._slices, self._children)
         try:
             started = await fork_helper(template, argv, max_reply, self._on_net, self._direct)
         except TemplateError as exc:

@@ -42,7 +42,6 @@ status). Each call's code is compiled here and sent to the runner once
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import gc
 import json
 import os
@@ -60,7 +59,7 @@ from forge import relay
 from forge.child import HelperContext
 from forge.child_pool import IDLE_CHILDREN, ChildPool
 from forge.code_cache import CodeCache
-from forge.confine.sched import CALL_SLICE_NS, NO_BACKGROUND_SLICES, set_slice
+from forge.confine.sched import CALL_SLICE_NS, set_slice
 from forge.layers import Layers
 from forge.policy.compile import CompileFailed
 from forge.protocol.answers import DIRECT_DONE_DOC
@@ -554,8 +553,8 @@ def arguments(argv: list[str]) -> tuple[Layers, int, bool, bool, int]:
     for a short time slice); the last two for measurements only."""
     layers, answer_fd, warm, slices, depth = Layers(), -1, True, True, IDLE_CHILDREN
     for arg in argv:
-        if arg.startswith("lend=") or arg == NO_BACKGROUND_SLICES:
-            continue  # `lend_argument`, `main`
+        if arg.startswith("lend="):
+            continue  # `lend_argument`
         if arg.startswith("answers="):
             answer_fd = int(arg.removeprefix("answers="))
         elif arg.startswith("children="):
@@ -584,11 +583,9 @@ def main() -> None:
     ctx, caps = prepare(layers, answer_fd, warm)
     protect_library(ctx.proxies)  # library methods check their self (forge.bound_self)
     rehearse_calls(ctx)  # every child starts warm (forge.rehearsal)
-    if slices and NO_BACKGROUND_SLICES not in sys.argv[2:]:
-        ctx = dataclasses.replace(ctx, background_slices=True)
     zygote = Zygote.start(ctx)  # before the first request is read
     # this process is on every call's path, the zygote and waiting children are not
-    # (they take the background slice, asked for by the zygote; forge.confine.sched)
+    # (they keep the default slice; forge.confine.sched)
     if slices:
         set_slice(0, CALL_SLICE_NS)
     if answer_fd >= 0:

@@ -67,7 +67,6 @@ from forge.child import Bound, CallGlobals, HelperContext, child_main, prepare_c
 from forge.confine.capabilities import drop_capabilities
 from forge.confine.kernel import close_range, die_with_parent
 from forge.confine.rlimits import forbid_priority_raise
-from forge.confine.sched import BACKGROUND_SLICE_NS, set_slice, slice_attr
 
 # what the helper asks the zygote to fork (one byte): a child that warms its call's
 # path, the same without the reading path, or one that does not warm up at all
@@ -356,12 +355,6 @@ def _zygote_main(
         # the whole seccomp filter but for the calls this process makes; each child
         # adds the rest (forge.confine.seccomp)
         ctx = dataclasses.replace(ctx, seccomp_stacked=_install_seccomp(ctx))
-        if ctx.background_slices:
-            # this process's forks and its waiting children's preparation (they inherit
-            # the slice) wake up after the call's path (forge.confine.sched)
-            set_slice(0, BACKGROUND_SLICE_NS)
-            nice = os.getpriority(os.PRIO_PROCESS, 0)
-            ctx = dataclasses.replace(ctx, exit_slice=slice_attr(BACKGROUND_SLICE_NS, nice))
         pre = _call_globals(ctx)
         gc.collect()
         gc.freeze()

@@ -7,12 +7,6 @@ with a shorter slice gets an earlier virtual deadline, so when it wakes up it
 runs sooner (preempting a task with a longer slice), and it is preempted sooner
 too. Unprivileged for a process of the same user; older kernels accept the
 field and ignore it. A hint only: any failure is ignored (False).
-
-The work in the background of a call (the zygote's fork, the waiting children's
-preparation and warm-up, a child's exit after its answer) takes the longest slice
-instead (`BACKGROUND_SLICE_NS`): a later deadline, so it runs after the call's
-path when both wait for a CPU. A child that has answered asks for it itself
-(`set_own_slice`, its argument made in the zygote: no new objects in the child).
 """
 
 from __future__ import annotations
@@ -30,23 +24,6 @@ SYS_SCHED_SETATTR = {"x86_64": 314, "aarch64": 274}.get(platform.machine())
 _ATTR = struct.Struct("<IIQiIQQQ")
 SCHED_OTHER = 0
 CALL_SLICE_NS = 100_000  # the shortest slice the kernel takes (0.1 ms)
-# the longest slice it takes (100 ms): the zygote, the waiting children it forks (they
-# inherit it) and a child that has answered, so that they wake up after the call's path
-BACKGROUND_SLICE_NS = 100_000_000
-NO_BACKGROUND_SLICES = "default-background"  # a helper's argument: not them (measurements)
-
-
-def slice_attr(ns: int, nice: int = 0) -> ctypes.Array[ctypes.c_char]:
-    """sched_setattr's argument for a slice of `ns` nanoseconds at `nice` (made ahead
-    of time by a process that later calls `set_own_slice` with it)."""
-    return ctypes.create_string_buffer(_ATTR.pack(_ATTR.size, SCHED_OTHER, 0, nice, 0, ns, 0, 0))
-
-
-def set_own_slice(attr: ctypes.Array[ctypes.c_char]) -> bool:
-    """This process's slice as `attr` (`slice_attr`) says; False if refused."""
-    if SYS_SCHED_SETATTR is None:
-        return False
-    return int(libc.syscall(SYS_SCHED_SETATTR, 0, attr, 0)) == 0
 
 
 def set_slice(pid: int, ns: int) -> bool:

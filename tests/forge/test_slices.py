@@ -2,8 +2,7 @@
 
 The helper and the child a call is handed to run with `CALL_SLICE_NS`, so on a
 busy machine they wake up ahead of the work in the background (the zygote's next
-fork, the waiting children preparing themselves), which take the longest slice,
-`BACKGROUND_SLICE_NS` (and so does a child once it has answered, for its exit).
+fork, the waiting children preparing themselves), which keep the default slice.
 Read from /proc/PID/sched (`se.slice`); skipped where the kernel does not show it.
 """
 
@@ -16,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from forge.confine.sched import BACKGROUND_SLICE_NS, CALL_SLICE_NS, set_slice
+from forge.confine.sched import CALL_SLICE_NS, set_slice
 from forge.layers import Layers
 from forge.runner import SandboxRunner
-from tests.waits import HANG_S, until
+from tests.waits import HANG_S
 
 ONE = '''
 def run() -> int:
@@ -66,61 +65,6 @@ def test_set_slice_of_no_process_is_refused_quietly() -> None:
     assert set_slice(beyond, CALL_SLICE_NS) is False
 
 
-def children_of(pid: int) -> list[int]:
-    out = []
-    for entry in Path(f"/proc/{pid}/task").iterdir():
-        with open(entry / "children") as f:
-            out += [int(child) for child in f.read().split()]
-    return out
-
-
-@needs_slices
-def test_a_process_gives_itself_the_background_slice() -> None:
-    script = (
-        "from forge.confine.sched import BACKGROUND_SLICE_NS, set_own_slice, slice_attr\n"
-        "import os, sys\n"
-        "ok = set_own_slice(slice_attr(BACKGROUND_SLICE_NS, os.getpriority(os.PRIO_PROCESS, 0)))\n"
-        "print(ok, flush=True)\n"
-        "sys.stdin.read()\n"
-    )
-    with subprocess.Popen(
-        [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    ) as proc:
-        assert proc.stdin is not None and proc.stdout is not None
-        try:
-            if proc.stdout.readline().strip() != "True" or slice_of(proc.pid) == CALL_SLICE_NS:
-                pytest.skip("this kernel ignores the slice of SCHED_OTHER (before 6.12)")
-            assert slice_of(proc.pid) == BACKGROUND_SLICE_NS
-        finally:
-            proc.stdin.close()
-
-
-@needs_slices
-@pytest.mark.asyncio
-async def test_the_zygote_and_waiting_children_have_the_background_slice(
-    workspace: Path,
-) -> None:
-    runner = SandboxRunner(default_timeout_s=HANG_S)
-    await runner.start()
-    try:
-        res = await runner.run(ONE, {}, workspace)
-        assert res.ok, res
-        helper, zygote = runner.helper_pid(workspace), runner.zygote_pid(workspace)
-        assert helper is not None and zygote is not None
-        if slice_of(helper) != CALL_SLICE_NS:
-            pytest.skip("this kernel ignores the slice of SCHED_OTHER (before 6.12)")
-        assert slice_of(zygote) == BACKGROUND_SLICE_NS
-        # the waiting children inherit it; the one that ran takes it again once it has
-        # answered, and exits (until then it may still hold the call's short slice)
-
-        def slices() -> set[int | None]:
-            return {slice_of(child) for child in children_of(zygote)} - {None}
-
-        await until(lambda: slices() == {BACKGROUND_SLICE_NS}, "only background slices")
-    finally:
-        await runner.aclose()
-
-
 @needs_slices
 @pytest.mark.asyncio
 async def test_the_helper_has_the_short_slice_the_zygote_not(
@@ -149,27 +93,9 @@ async def test_short_slices_off_leaves_the_helper_at_the_default(workspace: Path
     try:
         res = await runner.run(ONE, {}, workspace)
         assert res.ok, res
-        helper, zygote = runner.helper_pid(workspace), runner.zygote_pid(workspace)
-        assert helper is not None and zygote is not None
+        helper = runner.helper_pid(workspace)
+        assert helper is not None
         assert slice_of(helper) not in (None, CALL_SLICE_NS)
-        assert slice_of(zygote) not in (None, CALL_SLICE_NS, BACKGROUND_SLICE_NS)
-    finally:
-        await runner.aclose()
-
-
-@needs_slices
-@pytest.mark.asyncio
-async def test_background_slices_off_leaves_the_zygote_at_the_default(workspace: Path) -> None:
-    runner = SandboxRunner(default_timeout_s=HANG_S, background_slices=False)
-    await runner.start()
-    try:
-        res = await runner.run(ONE, {}, workspace)
-        assert res.ok, res
-        helper, zygote = runner.helper_pid(workspace), runner.zygote_pid(workspace)
-        assert helper is not None and zygote is not None
-        if slice_of(helper) != CALL_SLICE_NS:
-            pytest.skip("this kernel ignores the slice of SCHED_OTHER (before 6.12)")
-        assert slice_of(zygote) not in (None, CALL_SLICE_NS, BACKGROUND_SLICE_NS)
     finally:
         await runner.aclose()
 
@@ -212,32 +138,5 @@ async def test_a_child_cannot_raise_its_priority(workspace: Path) -> None:
             "fifo": "PermissionError",
             "limits": [[0, 0], [0, 0]],
         }
-    finally:
-        await runner.aclose()
-
-
-LONGER = '''
-import os
-from forge.confine.sched import BACKGROUND_SLICE_NS, set_own_slice, slice_attr
-
-def run() -> bool:
-    """Take the background slice, as a child does once it has answered."""
-    return set_own_slice(slice_attr(BACKGROUND_SLICE_NS, os.getpriority(os.PRIO_PROCESS, 0)))
-'''
-
-
-@needs_slices
-@pytest.mark.asyncio
-async def test_a_confined_child_may_give_itself_the_background_slice(workspace: Path) -> None:
-    # every process layer on (seccomp, Landlock, rlimits): what a child does once it
-    # has answered, before its exit, is allowed there (it was handed the short slice)
-    runner = SandboxRunner(
-        default_timeout_s=HANG_S, layers_for_tests=Layers(lint=False, restricted=False)
-    )
-    await runner.start()
-    try:
-        res = await runner.run(LONGER, {}, workspace)
-        assert res.ok, res
-        assert res.result is True
     finally:
         await runner.aclose()
