@@ -88,6 +88,10 @@ LINGER_S = 1.0  # a child that sent its result is killed if still alive after th
 # calls wait on it, is stopped or stuck: the helper retires (forking and reaping take
 # milliseconds even under load)
 ZYGOTE_WAIT_S = 3.0
+# bytes of the runner's frames read at a time: a buffer below glibc's mmap threshold
+# (128 KiB), so a read allocates from the heap; 1 MiB was an mmap, an mremap as the
+# bytes shrank to the frame and an munmap, each call (a longer frame takes more reads)
+STDIN_READ = 1 << 16
 # a call no child took before its deadline: its tool never ran (not a slow tool)
 NOT_STARTED = (
     "the tool did not start: the sandbox had no free process for it within the "
@@ -410,7 +414,7 @@ class Helper:
         return any(not child.killed for child in self.exiting.values())
 
     def stdin_readable(self) -> bool:
-        chunk = os.read(0, 1 << 20)
+        chunk = os.read(0, STDIN_READ)
         if not chunk:
             return False
         for doc in self.requests.feed(chunk):  # FrameTooLarge: exit, the runner restarts us
