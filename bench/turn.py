@@ -43,7 +43,11 @@ on the loop thread's CPU clock, and with `--profile-match REGEX` every function 
 `file:line(name)` matches; `--inline-writes
 on|off|alone`: SQLite's short writes on the loop's thread, on its writer thread, or
 inline only while one turn is in flight; `--recall off`: no exchange indexed for
-recall, the A/B of what the index costs a turn). Also printed:
+recall, the A/B of what the index costs a turn; `--callgrind`: instructions per turn
+instead, one at a time and `--clients` at once, every thread, counted by valgrind's
+callgrind in a child process over the measured turns only (after warm turns, toggled by
+`callgrind_control`): the one figure the host's load does not move, for an A/B of two
+trees on a shared machine). Also printed:
 CPU per turn (`time.process_time`, every thread of the process: the audit
 writer's too, then split by thread: the loop, the audit writer, the head's sync,
 the database's writer and readers, with each thread's context switches per turn:
@@ -68,7 +72,10 @@ import json
 import multiprocessing as mp
 import os
 import pstats
+import re
 import statistics
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -1023,13 +1030,95 @@ def main() -> None:
         help="the roost servers keep Python's default collector, not the one `roost serve`"
         " sets once ready (an A/B)",
     )
+    parser.add_argument(
+        "--callgrind",
+        action="store_true",
+        help="instructions per turn under valgrind's callgrind (one at a time, --clients at"
+        " once), nothing else",
+    )
+    parser.add_argument("--under-callgrind", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.quick:
         args.turns, args.seconds = 300, 0.5
+    if args.under_callgrind:
+        asyncio.run(counted_turns(args.turns, args.clients, args.recall == "on"))
+        return
+    if args.callgrind:
+        instructions(args.turns, args.clients, args.recall == "on")
+        return
     print(speed_line())
     together = None if args.http_only else in_process(args)
     if not args.no_http:
         over_http(args, [int(c) for c in args.points.split(",")], together)
+
+
+def instructions(turns: int, clients: int, recall: bool) -> None:
+    """Instructions per turn, every thread of the process, under callgrind: this script
+    again in a child under valgrind (`--instr-atstart=no`), which counts only while it
+    turns the instrumentation on around the measured turns (`counted_turns`) and dumps
+    after each part; the dumps' totals over the turns. The same tree gives the same count
+    within about 0.5 % at any load (docs/scaling.md, session 15), so two trees are compared
+    by it where the wall and CPU figures move more with the host than with a change."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "cg.out"
+        cmd = [
+            "valgrind", "--tool=callgrind", "--instr-atstart=no",
+            f"--callgrind-out-file={out}", sys.executable, "-m", "bench.turn",
+            "--under-callgrind", str(out), "--turns", str(turns), "--clients", str(clients),
+            "--recall", "on" if recall else "off",
+        ]  # fmt: skip
+        env = {**os.environ, "PYTHONHASHSEED": "0"}  # both trees' runs start alike
+        done = subprocess.run(cmd, check=True, env=env, capture_output=True, text=True)
+        print(done.stdout.strip())
+        for n, (label, count) in enumerate(_parts(turns, clients), 1):
+            dump = Path(f"{out}.{n}").read_text()
+            found = re.search(r"^totals: (\d+)", dump, re.M)
+            assert found is not None, "no totals in the callgrind dump"
+            per = int(found.group(1)) / count
+            print(f"instructions per turn (callgrind, every thread), {label}: {per / 1e6:.3f} M")
+
+
+def _parts(turns: int, clients: int) -> list[tuple[str, int]]:
+    """The parts `counted_turns` measures: (label, turns)."""
+    parts = [("one at a time", turns)]
+    if clients > 1:
+        parts.append((f"{clients} at once", max(1, turns // clients) * clients))
+    return parts
+
+
+def _callgrind(*command: str) -> None:
+    """A `callgrind_control` command to the valgrind this process runs under."""
+    subprocess.run(
+        ["callgrind_control", *command, str(os.getpid())], check=True, capture_output=True
+    )
+
+
+async def counted_turns(turns: int, clients: int, recall: bool) -> None:
+    """Inside callgrind (`instructions`): warm turns uncounted, then each part of `_parts`
+    counted alone (zeroed, instrumented, dumped)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        extra = {} if recall else {"ROOST_RECALL__ENABLED": "false"}
+        roost = await build(isolated_settings(Path(tmp), **extra), backend=EchoModel())
+        for i in range(min(200, turns)):
+            warm = Inbound("web", "local", f"c{i % 20}", f"warm {i}", str(10**6 + i))
+            await roost.core.handle(warm)
+
+        async def client(c: int, each: int, alone: bool) -> None:
+            for i in range(each):  # alone: the chats in turn, as the sequential table
+                chat, msg = (f"c{i % 20}" if alone else f"k{c}"), str(5 * 10**6 + c * 10**5 + i)
+                await roost.core.handle(Inbound("web", "local", chat, f"counted {i}", msg))
+
+        for n, (label, count) in enumerate(_parts(turns, clients)):
+            at_once = 1 if n == 0 else clients
+            _callgrind("--zero")
+            _callgrind("--instr=on")
+            began = time.perf_counter()
+            await asyncio.gather(*(client(c, count // at_once, n == 0) for c in range(at_once)))
+            took = time.perf_counter() - began
+            _callgrind("--instr=off")
+            _callgrind("--dump")
+            print(f"under callgrind, {label}: {count} turns, {count / took:.0f} turns/s")
+        await roost.aclose()
 
 
 def in_process(args: argparse.Namespace) -> float | None:
