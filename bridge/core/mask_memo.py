@@ -179,6 +179,22 @@ class MaskMemo:
         self._last.put(key, (owner, func, messages, tuple(out)))
         return out
 
+    def masked_already(self, messages: Iterable[ChatMessage], redact: Redact) -> None:
+        """Keep each of `messages` as its own masked form under the masker `redact` names
+        now (nothing when it names none): their texts, tool calls' arguments, names and
+        ids passed that masker already. A turn's stored messages are (`TurnRunner`: the
+        session store keeps those very objects, masked by the turn's masker, and the
+        session store, the recall index and the history page keep that text as final),
+        so the next turns' histories take them as they are while the masker is the same
+        object; a new masker (the vault changed, a screen refused a text) masks them
+        again."""
+        masker = masker_of(redact)
+        if masker is None:
+            return
+        owner, func = masker
+        for m in messages:
+            self._history.put(m, owner, func, m)
+
     def message(self, message: ChatMessage, redact: Redact) -> ChatMessage:
         """`history` of one message (leaving the masker's last history as it was)."""
         masker = masker_of(redact)

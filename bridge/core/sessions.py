@@ -182,12 +182,13 @@ class SessionStore:
         steps: Sequence[ChatMessage] = (),
         sent: Masked | None = None,
         also: Sequence[Made[Any]] = (),
-    ) -> None:
+    ) -> tuple[ChatMessage, ...]:
         """Store one turn: the message, its tool-call steps (in order) and the answer,
         every text of them masked (`Unmasked` otherwise, before anything is written);
         `sent`: what the person sent, when it differs from `user` (`bridge.core.shown`);
         `also`: units of other stores committed in the same transaction (a turn's end:
-        its usage count, its turn-log row), or none of them with the turn."""
+        its usage count, its turn-log row), or none of them with the turn. Returns the
+        turn's messages as stored: the very objects the cached history hands out next."""
         turn_messages = (ChatMessage("user", user), *steps, ChatMessage("assistant", answer))
         require_masked(turn_messages, "the session store")
         meta = "" if sent is None else require(sent, "the session store")
@@ -208,6 +209,7 @@ class SessionStore:
                 listener(key, turn_messages)
             except Exception:  # the turn is stored; an index that failed catches up itself
                 log.exception("a listener of stored turns failed")
+        return turn_messages
 
     async def failed(
         self, key: SessionKey, user: Masked, sent: Masked, told: Masked, now: float

@@ -390,7 +390,7 @@ class TurnRunner:
         durable = await events.begin(self._audit)  # queued: the writer starts on it now
         try:  # the tokens are counted and the exchange stored while the writer syncs it
             stored = await self._end(
-                turn, model, result, ends, key, asked, answer, steps, _sent(inbound, mask)
+                turn, model, result, ends, key, asked, answer, steps, _sent(inbound, mask), mask
             )
             try:  # the files its tools wrote into outputs/, looked for while it syncs too
                 if self._senses is not None:
@@ -474,16 +474,19 @@ class TurnRunner:
         text: Masked,
         steps: Sequence[ChatMessage],
         sent: Masked,
+        mask: TurnMask | None = None,
     ) -> bool:
         """The turn's end in ONE unit: its tokens counted, the exchange stored, the observers'
         writes (`ends`); whether it was stored. When the unit cannot commit, nothing of it
         is written: the tokens are counted and the observers' rows written each alone.
-        `ends` is emptied once written (what is left is written alone by `run`)."""
+        `ends` is emptied once written (what is left is written alone by `run`). `mask`:
+        the turn's, which masked `asked`, `text` and `steps` (see `_store`)."""
         units = [e.unit for e in ends]
         msg_id = turn.inbound.msg_id
 
         async def store(*more: Made[object]) -> bool:
-            return await self._store(key, asked, text, msg_id, steps, sent, (*more, *units))
+            also = (*more, *units)
+            return await self._store(key, asked, text, msg_id, steps, sent, also, mask)
 
         if self._meter is None:
             stored = await store()
@@ -511,14 +514,22 @@ class TurnRunner:
         steps: Sequence[ChatMessage],
         sent: Masked | None = None,
         also: Sequence[Made[object]] = (),
+        mask: TurnMask | None = None,
     ) -> bool:
         """Store the exchange (and `also`, in its unit); False (logged) when the store cannot
-        write, e.g. a full disk."""
+        write, e.g. a full disk. `mask`, the turn's that masked the exchange: the stored
+        messages (the objects the session's cached history hands out next) are kept as
+        masked by its masker of now (`MaskMemo.masked_already`), so the next turn does not
+        mask them again while the masker is the same."""
         try:
-            await self.sessions.append(key, asked, text, msg_id, self._clock(), steps, sent, also)
+            stored = await self.sessions.append(
+                key, asked, text, msg_id, self._clock(), steps, sent, also
+            )
         except (OSError, sqlite3.Error, StorageError) as exc:
             log.error("session store write failed (%s); the answer is sent unstored", exc)
             return False
+        if mask is not None:
+            self._masked.masked_already(stored, mask.mask)
         return True
 
     async def _keep_failure(

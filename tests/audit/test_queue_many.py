@@ -20,6 +20,7 @@ from bridge.audit import AuditChain, verify
 from bridge.audit import chain as chain_module
 from bridge.core.config import Settings
 from bridge.types.audit_sink import Event, MemoryAudit, TurnEvents
+from bridge.types.backend import ChatMessage
 from bridge.types.messages import Inbound
 from tests.conftest import Clock, ScriptedBackend
 from tests.waits import HANG_S, until
@@ -199,9 +200,10 @@ async def test_a_turn_stores_its_exchange_while_the_real_chain_syncs_its_batch(
         stored = threading.Event()
         append = sessions.append
 
-        async def watched(*args: Any, **kwargs: Any) -> None:
-            await append(*args, **kwargs)
+        async def watched(*args: Any, **kwargs: Any) -> tuple[ChatMessage, ...]:
+            kept = await append(*args, **kwargs)
             stored.set()
+            return kept
 
         sessions.append = watched  # type: ignore[method-assign]
         gate_on.set()

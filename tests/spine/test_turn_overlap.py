@@ -11,6 +11,7 @@ from bridge.app.build import build
 from bridge.core.config import Settings
 from bridge.core.sessions import SessionKey
 from bridge.types.audit_sink import Event, MemoryAudit
+from bridge.types.backend import ChatMessage
 from bridge.types.messages import Inbound
 from tests.conftest import Clock, ScriptedBackend
 from tests.waits import until
@@ -45,9 +46,9 @@ async def test_the_exchange_is_stored_while_the_batch_syncs(
         seen: list[tuple[bool, bool]] = []
         append = sessions.append
 
-        async def watched(*args: Any, **kwargs: Any) -> None:
+        async def watched(*args: Any, **kwargs: Any) -> tuple[ChatMessage, ...]:
             seen.append((audit.queued.is_set(), audit.answered_durable))
-            await append(*args, **kwargs)
+            return await append(*args, **kwargs)
 
         sessions.append = watched  # type: ignore[method-assign]
         turn = asyncio.create_task(roost.core.handle(Inbound("web", "local", "c1", "hi", "7")))
@@ -87,11 +88,14 @@ async def test_the_files_a_tool_wrote_are_looked_for_while_the_batch_syncs(
 
         stored: list[bool] = []
 
-        async def writes_a_file(key: SessionKey, *args: Any, **kwargs: Any) -> None:
+        async def writes_a_file(
+            key: SessionKey, *args: Any, **kwargs: Any
+        ) -> tuple[ChatMessage, ...]:
             # during the turn, after the model: as a tool's file would be there by now
             (roost.core._dirs_of(key.tenant).outputs / "report.txt").write_text("42")
-            await append(key, *args, **kwargs)
+            kept = await append(key, *args, **kwargs)
             stored.append(True)
+            return kept
 
         senses.handed_out = watched  # type: ignore[method-assign]
         runner.sessions.append = writes_a_file  # type: ignore[method-assign]
