@@ -10,17 +10,30 @@ every shape uses, so no match can start inside a run of its own alphabet.
 `rule_set()` reads and compiles the file the first time a text is screened,
 not at import (a command that never screens never pays for it; `roost serve`
 builds it right after it says ready: `bridge.screening.prepare`); `RULES`, `NAMED`
-and `LABELS` are its parts, read the same way.
+and `LABELS` are its parts, read the same way. Parsing the file with `tomllib` (a
+parser written in Python) was most of that step (about 20 ms of CPU of every daemon
+and `roost chat`): the parsed document is kept across processes in
+`bridge/__pycache__/secret-rules.<cache tag>.marshal` (`parsed`), under the SHA-256 of
+the file's text and the interpreter's version, so only the identical text reuses it
+(written as `bridge.dataclass_code` writes its own: atomically, as readable as the
+package, nothing when byte-code writing is off or the folder is not writable;
+`bridge.cli.precompile` writes it at install). The kept document is checked as a
+parsed one is (`from_data`): every kind must have a label.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
+import sys
 import tomllib
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from pathlib import Path
 from typing import Any
+
+from bridge.dataclass_code import cache_path, read_marshal, write_marshal
 
 START = r"(?<![A-Za-z0-9])"  # starts at a run boundary; '_', '-', '=', quotes may precede
 END = r"(?![A-Za-z0-9_-])"  # ends where the token alphabet ends
@@ -53,7 +66,11 @@ def _compile(pattern: str) -> re.Pattern[str]:
 
 def load(text: str) -> RuleSet:
     """Parse a rules document; every kind a rule uses must have a label."""
-    data = tomllib.loads(text)
+    return from_data(tomllib.loads(text))
+
+
+def from_data(data: dict[str, Any]) -> RuleSet:
+    """A parsed rules document compiled; every kind a rule uses must have a label."""
     labels: dict[str, str] = dict(data["labels"])
     rules = tuple(
         Rule(
@@ -85,7 +102,25 @@ def load(text: str) -> RuleSet:
 def rule_set() -> RuleSet:
     """The shipped rules, compiled on first use and kept."""
     shipped = resources.files("bridge.screening").joinpath("secret_rules.toml")
-    return load(shipped.read_text("utf-8"))
+    return from_data(parsed(shipped.read_text("utf-8")))
+
+
+def _header(text: str) -> bytes:
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"roost-rules 1|{sys.version}|{digest}\n".encode()
+
+
+def parsed(text: str, folder: Path | None = None) -> dict[str, Any]:
+    """`tomllib.loads(text)`, read from the kept file when it was written for this very
+    text (and interpreter); else parsed and written there for the next process."""
+    path = cache_path(folder, "secret-rules")
+    header = _header(text)
+    kept = read_marshal(path, header)
+    if isinstance(kept, dict):
+        return kept
+    data = tomllib.loads(text)
+    write_marshal(path, header, data)
+    return data
 
 
 _PARTS = ("RULES", "NAMED", "LABELS")
