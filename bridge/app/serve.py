@@ -6,7 +6,7 @@ one row per platform - name, enabled(settings), factory; the web bridge,
 and Telegram when a token is configured), then the scheduler (reminders,
 jobs and the outbox, delivered through the channels whose row offers a
 `deliver`; `bridge.app.schedule_loop`), says it is ready, starts the spare
-sandbox helper (`start_sandbox`) and builds the screens' tables on its loop
+sandbox helper (`start_sandbox`; not with `[forge] spare_helper = false`) and builds the screens' tables on its loop
 (`prepare_screens`), waits for SIGTERM/SIGINT, stops the
 scheduler, lets in-flight messages finish for a grace period, and stops
 everything in reverse order; exit status 0. A new platform is one module,
@@ -276,7 +276,8 @@ async def run(
         if ready is not None:
             ports = [launched.port() for launched in started if launched.port is not None]
             ready(ports[0] if ports else 0)
-        background.append(asyncio.create_task(start_sandbox(roost.runner)))
+        if settings.forge.spare_helper:  # else the first tool call starts its helper
+            background.append(asyncio.create_task(start_sandbox(roost.runner)))
         background.append(asyncio.create_task(prepare_screens()))  # beside the helper's start
         await stop.wait()
         notifier.stopping("stopping: letting in-flight messages finish")

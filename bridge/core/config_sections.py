@@ -445,6 +445,11 @@ class ForgeSettings(_Section):
     # (about 10x less CPU than a fresh `python -I -S`); helpers then share one address
     # layout and hash seed (docs/security.md). false: each helper is a fresh process
     fork_helpers: bool = True
+    # `roost serve` starts one spare helper right after its ready line, so a new tenant's
+    # first tool call does not wait for a helper's start-up (~0.2 s of CPU in processes of
+    # its own, docs/security.md). false: no spare; the first tool call starts its helper
+    # (and the machine's layers are probed then), for a daemon that never runs a tool
+    spare_helper: bool = True
 
     @field_validator("private_hosts")
     @classmethod
