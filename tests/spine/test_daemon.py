@@ -51,6 +51,9 @@ def env_for(home: Path, fake: FakeOpenAI) -> dict[str, str]:
         ROOST_LLM__API_KEY="sk-test-key-000000000000",
         ROOST_LLM__MODEL="m1",
         ROOST_LIMITS__SHUTDOWN_GRACE_S="1",
+        # no spare sandbox helper at the ready line (~0.2 s of CPU a daemon): a tool call
+        # starts its own; the spare itself: tests/spine/test_serve_sandbox.py
+        ROOST_FORGE__SPARE_HELPER="false",
     )
     return env
 
