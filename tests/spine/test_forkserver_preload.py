@@ -1,4 +1,5 @@
-"""The test fork server pre-imports what `roost serve` imports on its way to ready.
+"""The test fork server pre-imports what `roost serve` imports on its way to ready, and
+what `roost chat` imports on its way to its prompt.
 
 A daemon the suite starts forks from tests/forkserver.py's server: what the server
 imported is paid once per worker, what the daemon imports after the fork is paid at
@@ -45,3 +46,65 @@ def test_a_forked_daemon_imports_none_of_roost_on_its_way_to_ready(home: Path) -
     assert done.returncode == 0, done.stderr[-2000:]
     after = json.loads(line.removeprefix(MARK))
     assert [name for name in after if name.startswith(HEAVY)] == []
+
+
+# `roost chat` on a pseudo-terminal, forked after the pre-import as the server forks it,
+# left with Ctrl-D at its prompt; it writes what it imported after the pre-import
+CHAT_PROBE = """
+import json, os, runpy, select, sys, time
+from tests.forkserver import _preload
+from tests.waits import HANG_S
+out = sys.argv[1]
+_preload()
+before = set(sys.modules)
+master, slave = os.openpty()
+pid = os.fork()
+if pid == 0:
+    import fcntl, termios
+    os.setsid()
+    os.close(master)
+    for fd in (0, 1, 2):
+        os.dup2(slave, fd)
+    fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+    sys.stdin = open(0, closefd=False)
+    sys.stdout = open(1, "w", buffering=1, closefd=False)
+    sys.stderr = open(2, "w", buffering=1, closefd=False)
+    sys.argv = ["roost", "chat"]
+    try:
+        runpy.run_module("bridge.cli.main", run_name="__main__")
+    except SystemExit:
+        pass
+    with open(out, "w") as f:
+        json.dump(sorted(set(sys.modules) - before), f)
+    os._exit(0)
+os.close(slave)
+seen, left, deadline = b"", False, time.monotonic() + HANG_S
+while time.monotonic() < deadline:
+    if not select.select([master], [], [], 1.0)[0]:
+        continue
+    try:
+        data = os.read(master, 65536)
+    except OSError:
+        break
+    if not data:
+        break
+    seen += data
+    if b"\\x1b[6n" in data:  # prompt_toolkit asks where the cursor is
+        os.write(master, b"\\x1b[1;1R")
+    if b"you>" in seen and not left:
+        left = True
+        os.write(master, b"\\x04")
+assert os.waitpid(pid, 0)[1] == 0 and left, seen[-2000:]
+"""
+TERMINAL = ("bridge.", "prompt_toolkit", "rich", "pygments", "markdown_it", "wcwidth")
+
+
+def test_a_forked_chat_imports_none_of_its_terminal_on_its_way_to_the_prompt(
+    home: Path, tmp_path: Path
+) -> None:
+    env = environment(home) | {"TERM": "xterm", "COLUMNS": "100", "LINES": "40"}
+    report = tmp_path / "after.json"
+    done = python_c(CHAT_PROBE, str(report), env=env, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    after = json.loads(report.read_text())
+    assert [name for name in after if name.startswith(TERMINAL)] == []
