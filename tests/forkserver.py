@@ -47,12 +47,13 @@ stdio flushed (120 if stdout cannot be).
 Not reproduced: the hash seed (every forked process shares the server's, so set and
 dict-of-str iteration orders agree between them where fresh processes would differ),
 `sys.modules` (the process already holds every module the server imported, even those
-its command would not import), `/proc/PID/cmdline` and `/proc/PID/environ` (the
-server's: `ps` shows `python -m tests.forkserver`), resource limits (the worker's when
-the server started), the garbage collector's generations, the start-up caches'
-contents (bridge/dataclass_code.py, regex_code.py: the server's entries are saved too
-at exit), and the destructors a real interpreter's finalization runs (os._exit after
-the steps above). While a launch runs (a few ms), the worker is a subreaper: an
+its command would not import), the screens' tables (`bridge.screening.prepare`: the
+server builds them, as `roost serve` does after its ready line), `/proc/PID/cmdline`
+and `/proc/PID/environ` (the server's: `ps` shows `python -m tests.forkserver`), resource
+limits (the worker's when the server started), the garbage collector's generations,
+the start-up caches' contents (bridge/dataclass_code.py, regex_code.py: the server's
+entries are saved too at exit), and the destructors a real interpreter's finalization
+runs (os._exit after the steps above). While a launch runs (a few ms), the worker is a subreaper: an
 orphan of another of its descendants at that moment becomes its (unreaped) child.
 Tests that look at what a NEW process imports or writes at start take the marker
 `fresh_roost`; `ROOST_TEST_FRESH=1` turns the server off for the whole run.
@@ -209,6 +210,11 @@ def _preload() -> dict[str, Any]:
                 __import__(name)
             except Exception:
                 sys.modules.pop(name, None)
+        with contextlib.suppress(Exception):  # built by a daemon after ready, by chat
+            from bridge.screening.prepare import steps  # while one types: ~25 ms a start
+
+            for _ in steps():
+                pass
     finally:
         stop()
         if plugins:

@@ -6,9 +6,9 @@ one row per platform - name, enabled(settings), factory; the web bridge,
 and Telegram when a token is configured), then the scheduler (reminders,
 jobs and the outbox, delivered through the channels whose row offers a
 `deliver`; `bridge.app.schedule_loop`), says it is ready, starts the spare
-sandbox helper (`start_sandbox`; not with `[forge] spare_helper = false`) and builds the screens' tables on its loop
-(`prepare_screens`), waits for SIGTERM/SIGINT, stops the
-scheduler, lets in-flight messages finish for a grace period, and stops
+sandbox helper (`start_sandbox`; not with `[forge] spare_helper = false`) and
+builds the screens' tables on its loop (`prepare_screens`), waits for
+SIGTERM/SIGINT, stops the scheduler, lets in-flight messages finish for a grace period, and stops
 everything in reverse order; exit status 0. A new platform is one module,
 one config section and one row. Before anything opens the home, serve takes
 the home's instance lock (`bridge.app.instance`; shared when `[database] url`

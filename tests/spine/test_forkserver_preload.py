@@ -108,3 +108,16 @@ def test_a_forked_chat_imports_none_of_its_terminal_on_its_way_to_the_prompt(
     assert done.returncode == 0, done.stderr[-2000:]
     after = json.loads(report.read_text())
     assert [name for name in after if name.startswith(TERMINAL)] == []
+
+
+def test_the_server_builds_the_screens_tables_a_daemon_builds_after_ready() -> None:
+    """`roost serve` builds them right after its ready line, `roost chat` while one types:
+    in a forked one they are built already (`bridge.screening.prepare.prepared`)."""
+    program = (
+        "from tests.forkserver import _preload\n"
+        "_preload()\n"
+        "from bridge.screening.prepare import prepared\n"
+        "print('PREPARED', prepared())\n"
+    )
+    done = python_c(program)
+    assert "PREPARED True" in done.stdout, done.stderr[-2000:]
