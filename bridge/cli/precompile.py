@@ -3,9 +3,10 @@
 Every `roost` process and sandbox helper imports roost's own modules from the
 source tree (`pip install -e`). Python keeps their byte code in `__pycache__`
 beside them, and `bridge.dataclass_code`, `bridge.regex_code`,
-`bridge.forward_refs` and `bridge.screening.shape_cache` keep what roost's
-classes, patterns and annotations' forward references compile to, and the
-shapes of the screens' patterns, in `bridge/__pycache__`; each is
+`bridge.forward_refs`, `bridge.screening.shape_cache` and `bridge.screening.rule_data`
+keep what roost's classes, patterns and annotations' forward references compile to,
+the shapes of the screens' patterns and the screens' parsed rules file, in
+`bridge/__pycache__`; each is
 written by the first process that needs it. The systemd unit runs roost as
 its own user with `ProtectSystem=strict`, so no roost process can write in
 `/opt/roost`: unless these were written ahead, every start compiled roost

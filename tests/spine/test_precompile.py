@@ -96,7 +96,7 @@ def test_a_precompiled_tree_gives_a_daemon_everything_it_would_write(
     missing = [p for p in sources if not Path(importlib.util.cache_from_source(str(p))).is_file()]
     assert missing == []
     caches = {p.name.split(".")[0] for p in (tree / "bridge" / "__pycache__").glob("*.marshal")}
-    assert caches == {"dataclass-code", "forward-refs", "regex-code", "regex-shape"}
+    assert caches == {"dataclass-code", "forward-refs", "regex-code", "regex-shape", "secret-rules"}
     written = [p for p in tree.rglob("*") if "__pycache__" in p.parts]
     assert len(written) > len(sources)  # the folders, the byte code and the caches
     for entry in written:  # readable by the service's user, though written under 0077
