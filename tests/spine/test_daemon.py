@@ -157,13 +157,18 @@ async def test_a_web_message_sent_while_roost_stops_is_answered_503_not_run(
     home: Path, fake: FakeOpenAI
 ) -> None:
     """While the drain waits for a slow turn, a new `POST /api/chat` gets the 503 at once:
-    it is not run (its turn would be cut off when the listener stops) and not stored."""
-    from tests.fakes.fake_openai import Hang
+    it is not run (its turn would be cut off when the listener stops) and not stored; a new
+    chat gets the same 503 and an answer asked again the stream's `final` saying so, with
+    the turn it would have replaced kept, and the chat's conversation is not deleted."""
+    from tests.fakes.fake_openai import Hang, Response, echo_responder, last_user_text
 
+    def slow_one(body: dict[str, Any]) -> Response:  # only the slow turn's model goes silent
+        return Hang() if last_user_text(body) == "slow" else echo_responder(body)
+
+    fake.responder = slow_one
     env = {**env_for(home, fake), "ROOST_LIMITS__SHUTDOWN_GRACE_S": "600"}
     daemon = await start_daemon(env)
     auth = {"Authorization": f"Bearer {(home / 'web-token').read_text().strip()}"}
-    fake.script(Hang())
 
     async def asked(http: aiohttp.ClientSession, text: str) -> tuple[int, dict[str, Any]]:
         async with http.post("/api/chat", json={"text": text, "chat": text}, headers=auth) as r:
@@ -171,9 +176,14 @@ async def test_a_web_message_sent_while_roost_stops_is_answered_503_not_run(
 
     answers: list[tuple[str, int, dict[str, Any]]] = []
     async with aiohttp.ClientSession(f"http://127.0.0.1:{daemon.port}") as http:
+        r = await http.post("/api/chat", json={"text": "keep me", "chat": "kept"}, headers=auth)
+        assert (await r.json())["reply"] == "echo: keep me"
+        r = await http.get("/api/history?chat=kept", headers=auth)
+        page = await r.json()
+        kept, conversation = page["messages"], page["conversation"]
         slow = asyncio.ensure_future(asked(http, "slow"))
         async with asyncio.timeout(HANG_S):  # a safety net against a hung run, not a speed check
-            while not fake.requests:
+            while not any(last_user_text(body) == "slow" for body in fake.requests):
                 await asyncio.sleep(0.05)
             daemon.proc.send_signal(signal.SIGTERM)
             # until one is refused: one the daemon read before its loop ran the signal's
@@ -182,20 +192,32 @@ async def test_a_web_message_sent_while_roost_stops_is_answered_503_not_run(
             while len(answers) < 20 and (not answers or answers[-1][1] == 200):
                 text = f"late{len(answers)}"
                 answers.append((text, *await asked(http, text)))
+            r = await http.post("/api/chat/new", json={"chat": "kept"}, headers=auth)
+            assert r.status == 503 and "roost is stopping" in (await r.json())["error"]
+            again = {"chat": "kept", "seq": kept[0]["seq"]}
+            async with http.post("/api/chat/regenerate", json=again, headers=auth) as r:
+                events = (await r.read()).decode()
+            assert "event: final" in events and "roost is stopping" in events
+            gone = {"chat": "kept", "conversation": conversation}
+            r = await http.post("/api/conversations/delete", json=gone, headers=auth)
+            assert r.status == 503 and "roost is stopping" in (await r.json())["error"]
         assert not slow.done()  # the drain still waits for the slow turn
         fake.release()  # the model's stream breaks: the slow turn ends, the daemon stops
-        status, _ = await slow
+        await slow
         _, err = await asyncio.wait_for(daemon.proc.communicate(), HANG_S)
     assert daemon.proc.returncode == 0, err.decode()
     text, status, body = answers[-1]
     assert status == 503 and "roost is stopping" in body["error"]
-    assert [m for m in fake.requests if text in str(m)] == []  # the model never saw it
+    assert [b for b in fake.requests if last_user_text(b) == text] == []  # never asked
 
     daemon = await start_daemon(env)
     try:
         async with aiohttp.ClientSession(f"http://127.0.0.1:{daemon.port}") as http:
             r = await http.get(f"/api/history?chat={text}", headers=auth)
             assert text not in await r.text()  # not stored
+            r = await http.get("/api/history?chat=kept", headers=auth)
+            shown = [(m["role"], m["text"], m["status"]) for m in (await r.json())["messages"]]
+            assert shown == [(m["role"], m["text"], m["status"]) for m in kept]  # all kept
     finally:
         await daemon.stop()
 

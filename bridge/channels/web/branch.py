@@ -23,6 +23,7 @@ or tenant is a 404, as if it did not exist.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import stat
@@ -35,7 +36,14 @@ from typing import Any, cast, get_args
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
-from bridge.channels.web.gate import CHAT_PATTERN, ROW_ID_MAX, WebGate, error
+from bridge.channels.web.gate import (
+    CHAT_PATTERN,
+    ROW_ID_MAX,
+    STOPPING,
+    WebGate,
+    answering_stopped,
+    error,
+)
 from bridge.channels.web.out import Out, Viewers
 from bridge.channels.web.turns import TURNS, ProgressHandle, WebTurns
 from bridge.core.running import RunningTurns
@@ -185,12 +193,16 @@ class WebBranches:
         out = Out(request, key, self._viewers)
         await out.open(self._headers)
         try:
-            final = await self._handle(inbound, out.delta, out.progress)
-            if keep_sent:  # asked with the model's text: still show what the person sent
-                await self._versions.set_sent(key, inbound.msg_id, point.meta)
-        finally:
-            if await self._versions.undo_branch(key, conversation, point):  # nothing new was stored
-                self._sessions.forget(key)
+            try:
+                final = await self._handle(inbound, out.delta, out.progress)
+                if keep_sent:  # asked with the model's text: still show what the person sent
+                    await self._versions.set_sent(key, inbound.msg_id, point.meta)
+            finally:
+                if await self._versions.undo_branch(key, conversation, point):  # nothing stored
+                    self._sessions.forget(key)
+        except asyncio.CancelledError:  # the daemon stops (`Core.drain`): the page hears why
+            answering_stopped()
+            final = Final(STOPPING, "error")
         try:
             await out.send("final", self._final(final, key.tenant))
         finally:

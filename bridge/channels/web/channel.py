@@ -58,7 +58,7 @@ from bridge.channels.web.commandlog import CommandLog
 from bridge.channels.web.conns import UNBUDGETED, ConnLimits
 from bridge.channels.web.files import FileLinks
 from bridge.channels.web.follow import Follow
-from bridge.channels.web.gate import MAX_BODY, STOPPING, WebGate, error
+from bridge.channels.web.gate import MAX_BODY, WebGate, error, stopped
 from bridge.channels.web.history import WebHistory
 from bridge.channels.web.input import ChatRequest, HostAllowList
 from bridge.channels.web.kept import kept_commands
@@ -357,11 +357,7 @@ class WebChannel:
         try:
             final = await self._handle(self.turns.inbound(tenant, parsed, files), None, None)
         except asyncio.CancelledError:  # the daemon stops (its drain cancels what still runs)
-            stopped = asyncio.current_task()
-            if stopped is None:
-                raise
-            stopped.uncancel()  # answered: the request ends with a reply, not a cut connection
-            return error(503, STOPPING)
+            return stopped()  # answered: the request ends with a reply, not a cut connection
         finally:
             self.turns.viewers.leave(key)
         body = self._final(final, tenant)

@@ -32,7 +32,7 @@ from typing import Any
 from aiohttp import web
 from pydantic import BaseModel, ConfigDict, Field
 
-from bridge.channels.web.gate import CHAT_PATTERN, ROW_ID_MAX, WebGate, error
+from bridge.channels.web.gate import CHAT_PATTERN, ROW_ID_MAX, WebGate, error, stopped
 from bridge.channels.web.history import HISTORY
 from bridge.channels.web.search import search as search_shown
 from bridge.channels.web.turns import ProgressHandle
@@ -117,7 +117,10 @@ class WebChats:
             await self._running.stop(key)
             identity = self._gate.identity(key.tenant)
             reset = Inbound("web", identity, key.chat, "/reset", uuid.uuid4().hex)
-            final = await self._handle(reset, None, None)
+            try:
+                final = await self._handle(reset, None, None)
+            except asyncio.CancelledError:  # the daemon stops (`Core.drain`)
+                return stopped()
             if final.kind != "command":
                 return error(500, final.text or "the chat was not reset")
             current = await self._archive.current(key, self._clock())

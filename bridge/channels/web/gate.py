@@ -15,6 +15,7 @@ ended per token, `bridge.channels.web.streams`). A tenant `barred` says no to
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import re
@@ -46,6 +47,22 @@ STOPPING = "roost is stopping, so this message was not answered: send it again i
 
 def error(status: int, message: str) -> web.Response:
     return web.json_response({"error": message}, status=status)
+
+
+def answering_stopped() -> None:
+    """Called where a request's task caught the cancellation roost's stop sent its core
+    call (`Core.drain`: one still running at the grace's end, or one that came during the
+    drain): it is taken back, so the request is answered (a 503, an event stream's `final`
+    saying so) and ends as any other, not cut off with its connection."""
+    task = asyncio.current_task()
+    if task is not None:
+        task.uncancel()
+
+
+def stopped() -> web.Response:
+    """`answering_stopped`, and the 503 that says roost is stopping."""
+    answering_stopped()
+    return error(503, STOPPING)
 
 
 def token_key(token: bytes) -> str:

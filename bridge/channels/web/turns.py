@@ -37,7 +37,14 @@ from typing import Any, Protocol
 from aiohttp import web
 
 from bridge.channels.web.follow import Follow, stored_final
-from bridge.channels.web.gate import STOPPING, ChatOnly, WebGate, error
+from bridge.channels.web.gate import (
+    STOPPING,
+    ChatOnly,
+    WebGate,
+    answering_stopped,
+    error,
+    stopped,
+)
 from bridge.channels.web.input import ChatRequest
 from bridge.channels.web.out import Out, Viewers
 from bridge.channels.web.relay import StopRelay
@@ -167,8 +174,9 @@ class WebTurns:
             try:
                 final = await self._handle(inbound, out.delta, out.progress)
             except asyncio.CancelledError:  # the daemon stops: the page hears why, then it ends
+                answering_stopped()
                 await out.send("final", {"text": STOPPING, "kind": "error"})
-                raise
+                return out.response
             await out.send("final", self._final(final, tenant))
         finally:
             await out.close()
@@ -284,7 +292,10 @@ class WebTurns:
             return error(503, "the database is away: the chat was not reset")
         identity = self._gate.identity(key.tenant)
         reset = Inbound("web", identity, key.chat, "/reset", uuid.uuid4().hex)
-        final = await self._handle(reset, None, None)
+        try:
+            final = await self._handle(reset, None, None)
+        except asyncio.CancelledError:  # the daemon stops (`Core.drain`)
+            return stopped()
         if final.kind != "command":
             status = 507 if final.text == DISK_FULL else 500  # the core said why: say it too
             return error(status, final.text or "the chat was not reset")
