@@ -81,11 +81,11 @@ _COUNT_IN = (
     "ON CONFLICT (name, tenant) DO UPDATE SET docs = docs + excluded.docs, "
     "tokens = tokens + excluded.tokens RETURNING key"
 )
-# a batch's documents, postings and counts: one prepared statement each, run per row
-# (`executemany`; one `json_each` statement with `->>` per column cost 2-3x as much per
-# row on SQLite 3.40: 0.43-0.54 against 0.14-0.20 ms for a pair's 33 postings), the
-# rows go ROWS at a time by one multi-row statement (`_insert_rows`) while ROWS are left
-ROWS = 32  # documents, postings, counts written by one multi-row INSERT (`_insert_rows`)
+# a batch's documents, postings and counts: multi-row INSERTs of fixed texts (one
+# `json_each` statement with `->>` per column cost 2-3x as much per row on SQLite 3.40:
+# 0.43-0.54 against 0.14-0.20 ms for a pair's 33 postings): ROWS rows at a time while
+# ROWS are left, the rest by one statement per power of two (`_rows`)
+ROWS = 32  # documents, postings, counts written by one multi-row INSERT at most
 _INSERT = "INSERT INTO storage_fts_docs (key, doc, len, body) VALUES (?, ?, ?, ?)"
 _POST = "INSERT INTO storage_fts_postings (key, term, doc, tf, len) VALUES (?, ?, ?, ?, ?)"
 _DF = (
@@ -195,26 +195,34 @@ def _doc(item: tuple[int, list[str]]) -> int:
     return item[0]
 
 
-@lru_cache(maxsize=8)
-def _rows_of(one: str) -> str:
+@lru_cache(maxsize=32)
+def _rows_of(one: str, size: int) -> str:
     """The single-row INSERT `one` (its one `VALUES (...)`, then any `ON CONFLICT ...`) as
-    one of ROWS rows."""
+    one of `size` rows."""
     head, _, rest = one.partition(" VALUES ")
     end = rest.index(")") + 1
-    return f"{head} VALUES {', '.join([rest[:end]] * ROWS)}{rest[end:]}"
+    return f"{head} VALUES {', '.join([rest[:end]] * size)}{rest[end:]}"
 
 
 def _rows(one: str, rows: Sequence[tuple[object, ...]]) -> Unit[None]:
     """`one` (a single-row INSERT ... VALUES (...), perhaps ON CONFLICT ...) for every
-    row: ROWS at a time by a statement of ROWS rows (one step, and one release of the
-    GIL, instead of ROWS; its text is fixed, so it is prepared once), the rest row by
-    row."""
+    row, in order: ROWS at a time by a statement of ROWS rows, the rest (fewer than ROWS)
+    by one statement per power of two in it, largest first (21 rows: 16, 4, 1). Each
+    statement is one step of SQLite, and one release of the GIL by the writer's thread,
+    instead of one a row: a busy event loop keeps the GIL up to its switch interval
+    before the writer gets it back, and a turn's end unit queued behind the batch waits
+    for each. Their texts are one of a few (log2(ROWS) + 1 per table), prepared once."""
     whole = len(rows) - len(rows) % ROWS
     if whole:
         chunks = [tuple(chain.from_iterable(rows[i : i + ROWS])) for i in range(0, whole, ROWS)]
-        yield units.execute_many(_rows_of(one), chunks)
-    if whole < len(rows):
-        yield units.execute_many(one, rows[whole:])
+        yield units.execute_many(_rows_of(one, ROWS), chunks)
+    size = ROWS // 2
+    while whole < len(rows):
+        if len(rows) - whole >= size:
+            part = tuple(chain.from_iterable(rows[whole : whole + size]))
+            yield units.execute(_rows_of(one, size) if size > 1 else one, part)
+            whole += size
+        size //= 2
 
 
 class SqliteTextIndex:
