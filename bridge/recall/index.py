@@ -23,7 +23,9 @@ of the files this replaces exactly (its columns weigh 1 each: term counts and
 lengths add up), so the ranking is unchanged.
 
 Writes: a batch is ONE transaction (`Database.atomic`: on SQLite one job on the
-writer, BEGIN IMMEDIATE ... COMMIT): its INSERT (RETURNING the new ids), the new
+writer, BEGIN IMMEDIATE ... COMMIT): its INSERT (RETURNING the new ids; on SQLite the
+newest id read before it and, when it stored the whole batch, the ids worked out: a
+RETURNING row is a step, and a release of the GIL, of its own), the new
 messages' documents in the text index (`TextIndex.adding`), the speakers not seen
 before; a conversation this object has not seen costs one upsert more, before it. A
 crash or a failing statement leaves both parts or neither: no message without its
@@ -97,7 +99,9 @@ class Row:
 _COLUMNS = "m.id, c.name, m.msg_id, m.role, m.name, m.at_ms, m.source, m.text"
 _FROM = "recall_messages m JOIN recall_conversations c ON c.tenant = m.tenant AND c.id = m.conv"
 _VALUE = "(CAST(? AS BIGINT), CAST(? AS BIGINT), ?, ?, ?, CAST(? AS BIGINT), ?, ?)"
-_INSERT = """
+# the rows' numbering (`v`, `base`, `fresh`); {head} before it or after it: SQLite counts
+# the rows a statement changed (`rowcount`) only when its text begins with INSERT
+_INSERT = """{first}
 WITH v (n, conv, msg_id, role, name, at_ms, source, text) AS (VALUES {values}),
 base AS (SELECT COALESCE((
     SELECT id FROM recall_messages WHERE tenant = ? ORDER BY id DESC LIMIT 1), 0) AS top),
@@ -105,13 +109,17 @@ fresh AS (
     SELECT v.* FROM v WHERE v.n >= 0 AND NOT EXISTS (
         SELECT 1 FROM recall_messages x
         WHERE x.tenant = ? AND x.conv = v.conv AND x.msg_id = v.msg_id))
-{insert} recall_messages (tenant, id, conv, msg_id, role, name, at_ms, source, text)
+{then}
 SELECT ?, base.top + row_number() OVER (ORDER BY fresh.n), fresh.conv, fresh.msg_id,
     fresh.role, fresh.name, fresh.at_ms, fresh.source, fresh.text
 FROM fresh CROSS JOIN base WHERE true
-ON CONFLICT DO NOTHING
-RETURNING id, conv, msg_id
+ON CONFLICT DO NOTHING{returning}
 """
+_RETURNING = "\nRETURNING id, conv, msg_id"
+_TOP = (
+    "SELECT COALESCE((SELECT id FROM recall_messages WHERE tenant = ? ORDER BY id DESC LIMIT 1), 0)"
+)
+_SINCE = "SELECT id, conv, msg_id FROM recall_messages WHERE tenant = ? AND id > ?"
 _CONVERSATION = """
 INSERT INTO recall_conversations (tenant, id, name)
 SELECT ?, COALESCE(MAX(id), 0) + 1, ? FROM recall_conversations WHERE tenant = ?
@@ -146,10 +154,17 @@ def padded(rows: int) -> int:
 
 
 @lru_cache(maxsize=2 * len(ROW_COUNTS))
-def _insert_sql(size: int, insert: str) -> str:
+def _insert_sql(size: int, insert: str, returning: bool = True) -> str:
     """The batch INSERT for `size` rows (made once per size), headed by the dialect's
-    `insert_skipping` (SQLite keeps no statement journal for it in the transaction)."""
-    return _INSERT.format(values=",".join([_VALUE] * size), insert=insert)
+    `insert_skipping` (SQLite keeps no statement journal for it in the transaction);
+    `returning`: its new rows' (id, conv, msg_id) come back, one row each."""
+    head = f"{insert} recall_messages (tenant, id, conv, msg_id, role, name, at_ms, source, text)"
+    return _INSERT.format(
+        values=",".join([_VALUE] * size),
+        first="" if returning else head,
+        then=head if returning else "",
+        returning=_RETURNING if returning else "",
+    )
 
 
 def _marks(n: int) -> str:
@@ -238,8 +253,12 @@ class RecallIndex:
         # padding: the last row again, numbered -1 (typed as a real row on both backends)
         args += [-1, *args[-7:-1], ""] * (size - len(batch))
         tenant = self.tenant
-        sql = _insert_sql(size, self.db.dialect.insert_skipping)
-        rows = yield units.fetch_all(sql, (*args, tenant, tenant, tenant))
+        dialect = self.db.dialect
+        if dialect.name == "sqlite":
+            rows = yield from self._inserted(batch, convs, size, (*args, tenant, tenant, tenant))
+        else:
+            sql = _insert_sql(size, dialect.insert_skipping)
+            rows = yield units.fetch_all(sql, (*args, tenant, tenant, tenant))
         at = {(convs[m.conversation], m.msg_id): n for n, m in enumerate(batch)}
         got = sorted((int(ident), at[int(c), str(msg)]) for ident, c, msg in rows)
         settled = [n for _, n in got]
@@ -258,6 +277,28 @@ class RecallIndex:
                 [x for n in names for x in (tenant, n)],
             )
         return len(got), settled, names
+
+    def _inserted(
+        self,
+        batch: Sequence[Message],
+        convs: dict[str, int],
+        size: int,
+        args: tuple[object, ...],
+    ) -> Unit[Sequence[tuple[object, ...]]]:
+        """SQLite's batch INSERT: the rows it stored as (id, conv, msg_id), as its RETURNING
+        gives them, in three steps instead of one a row (each row of a RETURNING is a step
+        of its own, and a release of the GIL by the writer's thread that a busy event loop
+        may keep up to its switch interval). The transaction holds SQLite's write lock, so
+        the newest id read before is the one the INSERT counts from: when it stored every
+        message of the batch, the message at position k got that id + 1 + k; otherwise the
+        rows above that id are read back."""
+        row = yield units.fetch_one(_TOP, (self.tenant,))
+        top = int(row[0]) if row is not None else 0
+        sql = _insert_sql(size, self.db.dialect.insert_skipping, returning=False)
+        stored = yield units.execute(sql, args)
+        if stored == len(batch):
+            return [(top + 1 + k, convs[m.conversation], m.msg_id) for k, m in enumerate(batch)]
+        return (yield units.fetch_all(_SINCE, (self.tenant, top)))
 
     def _known(self, keys: list[tuple[int, str]]) -> Unit[list[tuple[int, str]]]:
         """Which of (conversation id, msg_id) are stored already."""

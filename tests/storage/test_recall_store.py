@@ -237,10 +237,17 @@ async def test_the_own_set_ranks_alike_on_both_backends(pg_url: str, tmp_path: P
         await pg.aclose()
 
 
+def _runs(rows: int) -> int:
+    """The statements that write `rows` rows of a text-index table: one of 32 rows per 32,
+    then one per power of two of the rest."""
+    return rows // 32 + bin(rows % 32).count("1")
+
+
 async def test_a_turns_pair_is_one_transaction_of_its_rows_and_terms(tmp_path: Path) -> None:
     """A turn's pair in a known chat: ONE job on the writer, BEGIN ... COMMIT around the
-    INSERT, the text index's counts and key, then per row its 2 documents, their
-    postings, their terms' counts, and the speaker not seen before; nothing outside it
+    newest id's read and the INSERT, the text index's counts and key, then its 2
+    documents, their postings, their terms' counts (each by multi-row statements: one
+    per power of two of the rows), and the speaker not seen before; nothing outside it
     (the INSERT `OR IGNORE`, `Dialect.insert_skipping`: no statement journal).
     The retention prune opens no transaction."""
     database, statements = await traced(tmp_path / "roost.db")
@@ -256,18 +263,19 @@ async def test_a_turns_pair_is_one_transaction_of_its_rows_and_terms(tmp_path: P
         assert "SAVEPOINT" not in heads
         job = written[1:-1]
         # OR IGNORE: a statement that cannot abort halfway needs no statement journal
-        assert "INSERT OR IGNORE INTO recall_messages" in job[0], job
+        assert job[0].startswith("SELECT COALESCE((SELECT id FROM recall_messages"), job
+        assert job[1].startswith("INSERT OR IGNORE INTO recall_messages"), job
         assert job[-1].startswith("INSERT INTO recall_speakers"), job
         assert "'Zelda'" in job[-1] and "'Ann'" not in job[-1], job
         new = "FROM storage_fts_postings WHERE doc IN (3, 4)"
         postings = await database.fetch_value(f"SELECT count(*) {new}")
         terms = await database.fetch_value(f"SELECT count(DISTINCT term) {new}")
-        kinds = Counter(s.split()[2] for s in job[1:-1])
+        kinds = Counter(s.split()[2] for s in job[2:-1])
         assert kinds == {
             "storage_fts_stats": 1,
-            "storage_fts_docs": 2,
-            "storage_fts_postings": postings,
-            "storage_fts_df": terms,
+            "storage_fts_docs": 1,
+            "storage_fts_postings": _runs(postings),
+            "storage_fts_df": _runs(terms),
         }, job
         statements.clear()
         await index.delete_before(10**9)
