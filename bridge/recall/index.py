@@ -46,6 +46,7 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from bridge.recall.terms import index_terms
 from bridge.storage import units
@@ -284,7 +285,7 @@ class RecallIndex:
         convs: dict[str, int],
         size: int,
         args: tuple[object, ...],
-    ) -> Unit[Sequence[tuple[object, ...]]]:
+    ) -> Unit[list[Any]]:
         """SQLite's batch INSERT: the rows it stored as (id, conv, msg_id), as its RETURNING
         gives them, in three steps instead of one a row (each row of a RETURNING is a step
         of its own, and a release of the GIL by the writer's thread that a busy event loop
@@ -298,7 +299,8 @@ class RecallIndex:
         stored = yield units.execute(sql, args)
         if stored == len(batch):
             return [(top + 1 + k, convs[m.conversation], m.msg_id) for k, m in enumerate(batch)]
-        return (yield units.fetch_all(_SINCE, (self.tenant, top)))
+        since: list[Any] = yield units.fetch_all(_SINCE, (self.tenant, top))
+        return since
 
     def _known(self, keys: list[tuple[int, str]]) -> Unit[list[tuple[int, str]]]:
         """Which of (conversation id, msg_id) are stored already."""
