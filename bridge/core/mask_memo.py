@@ -187,11 +187,14 @@ class MaskMemo:
         session store, the recall index and the history page keep that text as final),
         so the next turns' histories take them as they are while the masker is the same
         object; a new masker (the vault changed, a screen refused a text) masks them
-        again."""
+        again. Only a masker that says masking its output again changes nothing
+        (`Masker.idempotent`); another's stored messages are masked again, as before."""
         masker = masker_of(redact)
         if masker is None:
             return
         owner, func = masker
+        if not getattr(owner, "idempotent", False):
+            return
         for m in messages:
             self._history.put(m, owner, func, m)
 

@@ -177,8 +177,10 @@ class Core:
         inbox after the restart. From the drain's start on, a new `handle` message (the
         web's, whose caller waits for the answer) is cancelled on arrival, before anything
         reads it: its request would be cut when the listener stops, and the 503 its
-        channel answers says to send it again. A push channel's new message (`answer`)
-        still runs: Matrix keeps no inbox to answer it from after the restart.
+        channel answers says to send it again; an `immediate` command (`/stop`) still
+        runs, so a person can stop the answer the drain waits for. A push channel's new
+        message (`answer`) still runs: Matrix keeps no inbox to answer it from after the
+        restart.
         """
         self._stopping = True
         await self.access.flush()
@@ -216,7 +218,12 @@ class Core:
     ) -> Final:
         inbound = valid_inbound(inbound)  # before anything reads it: no lone surrogate
         task = asyncio.current_task()
-        if task is not None and self._stopping and isinstance(reply, Returned):  # see `drain`
+        if (  # roost stops (see `drain`); a `/stop` still stops what runs
+            task is not None
+            and self._stopping
+            and isinstance(reply, Returned)
+            and not self._immediate(inbound)
+        ):
             task.cancel()
             await asyncio.sleep(0)  # the cancellation is raised here
         if task is not None:

@@ -1057,6 +1057,26 @@ class Masker:
             for form in sorted(spellings(span)):
                 by_form.setdefault(form, REFUSED_MARK)
         self._matcher = Matcher(by_form)
+        self._marks = frozenset(by_form.values())
+        self._idempotent: bool | None = None
+
+    @property
+    def idempotent(self) -> bool:
+        """Whether masking this masker's own output again surely changes nothing, told
+        cheaply: only a value that can overlap one of its marks (`[vault:NAME]`, the
+        refused mark) can turn up anew in masked text (two marks side by side may spell
+        `][vault:`), so it holds when no value or refused span holds a bracket, an
+        escape's lead (`%`, `&`, a backslash) or a character outside ASCII (a decoded or
+        folded reading may make a bracket), and none is a piece of a mark."""
+        if self._idempotent is None:
+            marks = [mark.casefold() for mark in self._marks]
+            self._idempotent = all(
+                text.isascii()
+                and not any(c in text for c in "[]%&\\")
+                and not any(text.casefold() in mark for mark in marks)
+                for text in (*self._secrets.values(), *self._refused)
+            )
+        return self._idempotent
 
     def mask(self, text: str) -> Masked:
         text = valid_unicode(text)  # what leaves roost or is stored is valid Unicode

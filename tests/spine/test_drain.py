@@ -86,7 +86,8 @@ async def test_a_message_that_comes_while_roost_stops_is_not_taken(
 ) -> None:
     """From the drain's start on, a new web message is cancelled on arrival, as the drain
     cancels what still runs: the model is not asked and nothing of it is recorded. A push
-    channel's still runs (Matrix keeps no inbox to answer it from after a restart)."""
+    channel's still runs (Matrix keeps no inbox to answer it from after a restart), and so
+    does a typed `/stop`: it stops the answer the drain waits for."""
     from tests.spine.test_web_restart_kept import PushReply
 
     backend = HangingBackend()
@@ -111,7 +112,9 @@ async def test_a_message_that_comes_while_roost_stops_is_not_taken(
         assert backend.requests == 2  # taken: the model is asked
         assert not push.done()
         assert not running.done() and not draining.done()  # the hung turn still runs
-        running.cancel()
+        stopped = await roost.core.handle(web_msg("/stop", 4, "c1"))  # typed: still runs
+        assert stopped.kind != "error", stopped
+        await asyncio.wait({running})  # the answer the drain waited for is stopped
         push.cancel()
         assert await draining == 0
     finally:
