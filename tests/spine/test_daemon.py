@@ -159,7 +159,8 @@ async def test_a_web_message_sent_while_roost_stops_is_answered_503_not_run(
     """While the drain waits for a slow turn, a new `POST /api/chat` gets the 503 at once:
     it is not run (its turn would be cut off when the listener stops) and not stored; a new
     chat gets the same 503 and an answer asked again the stream's `final` saying so, with
-    the turn it would have replaced kept, and the chat's conversation is not deleted."""
+    the turn it would have replaced kept, and the chat's conversation is not deleted; a
+    typed `/stop` still stops the slow turn and is answered."""
     from tests.fakes.fake_openai import Hang, Response, echo_responder, last_user_text
 
     def slow_one(body: dict[str, Any]) -> Response:  # only the slow turn's model goes silent
@@ -202,8 +203,11 @@ async def test_a_web_message_sent_while_roost_stops_is_answered_503_not_run(
             r = await http.post("/api/conversations/delete", json=gone, headers=auth)
             assert r.status == 503 and "roost is stopping" in (await r.json())["error"]
         assert not slow.done()  # the drain still waits for the slow turn
-        fake.release()  # the model's stream breaks: the slow turn ends, the daemon stops
-        await slow
+        # a typed /stop still runs: it stops the slow turn, the drain ends, the daemon
+        # stops its listener, and the /stop is answered all the same
+        stop = await http.post("/api/chat", json={"text": "/stop", "chat": "slow"}, headers=auth)
+        assert stop.status == 200, await stop.text()
+        assert (await slow)[1]["kind"] == "stopped"
         _, err = await asyncio.wait_for(daemon.proc.communicate(), HANG_S)
     assert daemon.proc.returncode == 0, err.decode()
     text, status, body = answers[-1]

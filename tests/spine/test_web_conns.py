@@ -178,6 +178,28 @@ def test_stream_slots_per_token_and_per_tenant_and_revocation() -> None:
     assert b1.ended.is_set() and slots.count("alice") == slots.count("bob") == 0
 
 
+def test_shutdown_ends_the_streams_but_leaves_the_turns_answering_to_end_answered() -> None:
+    """`close_all` at shutdown: an event stream or an attached follower is ended (its
+    closer cuts it); a request answering a turn of its own (`POST /api/chat`, its
+    stream, an edit) is left to end answered once the drain has stopped its turn (a
+    typed /stop that came during the drain was cut here with its answer)."""
+    slots, cut = StreamSlots(per_token=4, per_tenant=4), []
+    events = slots.open("tok-a", "alice")
+    follower = slots.open("tok-a", "alice", lambda: cut.append("follower"))
+    asked = slots.open("tok-a", "alice", lambda: cut.append("asked"), False, own_turn=True)
+    streamed = slots.open("tok-a", "alice", lambda: cut.append("streamed"), own_turn=True)
+    assert None not in (events, follower, asked, streamed)
+    slots.close_all()
+    assert events is not None and events.ended.is_set()
+    assert cut == ["follower"]
+    assert asked is not None and streamed is not None
+    assert not asked.ended.is_set() and not streamed.ended.is_set()
+    slots.release(streamed)
+    slots.release(asked)
+    assert slots.count("alice") == 0
+    assert slots.keep(set()) == 0  # nothing left open
+
+
 @pytest.mark.parametrize("limit", [64, 256, 1024, 4096, 65536])
 def test_the_budget_keeps_a_reserve_below_the_descriptor_limit(limit: int) -> None:
     in_use = 20

@@ -171,7 +171,7 @@ class WebBranches:
         turns = self._turns
         if turns is None:  # mounted on an app without the channel's turns (a test's)
             return await self._again(request, key, seq, text)
-        slot = turns.slot(request, token, key.tenant)
+        slot = turns.slot(request, token, key.tenant, own_turn=True)
         if slot is None:
             return turns.too_many(key.tenant)
         try:

@@ -263,7 +263,9 @@ class WebChannel:
         if self._relay_stop is not None:
             await self._relay_stop()
             self._relay_stop = None
-        self.streams.close_all()  # open event streams end, so cleanup does not wait on them
+        # open event streams end, so cleanup does not wait on them; a request answering a
+        # turn of its own ends by itself, answered (the drain stopped its turn)
+        self.streams.close_all()
         self.turns.viewers.close()
         if self._runner is not None:
             await self._runner.cleanup()
@@ -341,7 +343,7 @@ class WebChannel:
         if isinstance(parsed, web.Response):
             return parsed
         waiting = asyncio.current_task()
-        slot = self.turns.slot(request, token, tenant, waiting, counted=False)
+        slot = self.turns.slot(request, token, tenant, waiting, counted=False, own_turn=True)
         assert slot is not None  # an uncounted slot is never refused
         try:
             return await self._answer(request, tenant, parsed)

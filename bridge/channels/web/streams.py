@@ -12,7 +12,10 @@ than a page holds streams (the connection limits bound it), but its request
 is ended with its token all the same. `keep(tokens)` runs after a
 config reload replaced the tokens (`WebGate.replace`): every stream opened
 with a token no longer configured (a removed tenant, a changed web_token)
-is ended at once; `close_all()` ends them all at shutdown. A slot's `ended`
+is ended at once; `close_all()` ends at shutdown every one that does not answer a
+turn of its own (`own_turn`: `POST /api/chat`, its stream, an edit or regeneration):
+those end by themselves once `Core.drain` has stopped their turns, answered (a 503, a
+`final`), and aiohttp's shutdown waits for them. A slot's `ended`
 event is what its stream waits on; `end` also runs the stream's own closer
 (closing its connection, for a stream that waits on a turn instead).
 Tokens are known here only by a short hash (`WebGate.token_key`).
@@ -32,6 +35,7 @@ class Slot:
     tenant: str
     closer: Callable[[], None] | None = None
     counted: bool = True  # against `per_token` / `per_tenant`
+    own_turn: bool = False  # it answers a turn of its own: not cut at shutdown
     ended: asyncio.Event = field(default_factory=asyncio.Event)
 
     def end(self) -> None:
@@ -63,6 +67,7 @@ class StreamSlots:
         tenant: str,
         closer: Callable[[], None] | None = None,
         counted: bool = True,
+        own_turn: bool = False,
     ) -> Slot | None:
         """A slot for a new stream, or None when the token or the tenant has its fill
         (an uncounted slot is never refused and fills nothing: it is only ended with
@@ -72,7 +77,7 @@ class StreamSlots:
         ):
             self.refused += 1
             return None
-        slot = Slot(token, tenant, closer, counted)
+        slot = Slot(token, tenant, closer, counted, own_turn)
         self._open.add(slot)
         if counted:
             self._tokens[token] += 1
@@ -100,6 +105,8 @@ class StreamSlots:
         return len(gone)
 
     def close_all(self) -> None:
+        """At shutdown: end every stream that does not answer a turn of its own."""
         for slot in list(self._open):
-            slot.end()
-            self.release(slot)
+            if not slot.own_turn:
+                slot.end()
+                self.release(slot)

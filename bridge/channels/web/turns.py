@@ -131,10 +131,12 @@ class WebTurns:
         tenant: str,
         waiting: asyncio.Task[Any] | None = None,
         counted: bool = True,
+        own_turn: bool = False,
     ) -> Slot | None:
         """A stream slot whose revocation closes this request's connection (and cancels
         `waiting`: a request that waits for its answer without a stream); `counted`:
-        against the caps (`StreamSlots.open`)."""
+        against the caps, `own_turn`: it answers a turn of its own, so a shutdown leaves
+        it to end answered (`StreamSlots.open`)."""
 
         def close() -> None:
             if waiting is not None:
@@ -143,7 +145,7 @@ class WebTurns:
             if transport is not None:
                 transport.close()
 
-        return self._streams.open(token, tenant, close, counted)
+        return self._streams.open(token, tenant, close, counted, own_turn)
 
     async def stream(self, request: web.Request) -> web.StreamResponse:
         caller = self._gate.caller(request)
@@ -153,7 +155,7 @@ class WebTurns:
         parsed = await self._gate.body(request, ChatRequest, '{"text": "hello"}')
         if isinstance(parsed, web.Response):
             return parsed
-        slot = self.slot(request, token, tenant)
+        slot = self.slot(request, token, tenant, own_turn=True)
         if slot is None:
             return self.too_many(tenant)
         try:
