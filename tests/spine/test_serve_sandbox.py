@@ -57,14 +57,26 @@ async def serving(home: Path, body: Callable[[Roost, int | None], Awaitable[None
     task = asyncio.create_task(
         serve(settings, ready=on_ready, channels=(*CHANNELS, roost_row(roosts)))
     )
-    waiting = asyncio.create_task(ready.wait())
-    try:
-        await asyncio.wait({waiting, task}, timeout=HANG_S, return_when=asyncio.FIRST_COMPLETED)
-        assert ready.is_set(), f"serve() ended before it was ready: {task}"
+
+    async def then() -> None:
         await body(roosts[0], at_ready[0])
         assert not task.done(), "serve() ended on its own"
+
+    await served_until(task, ready, then)
+
+
+async def served_until(
+    task: asyncio.Task[int], event: asyncio.Event, then: Callable[[], Awaitable[None]]
+) -> None:
+    """Once `event` is set (serve's ready callback, or a step after it), `then()`; then
+    `serve()` (`task`) is stopped as SIGTERM stops it, and it must exit 0."""
+    waiting = asyncio.create_task(event.wait())
+    try:
+        await asyncio.wait({waiting, task}, timeout=HANG_S, return_when=asyncio.FIRST_COMPLETED)
+        assert event.is_set(), f"serve() ended before it was ready: {task}"
+        await then()
     finally:
-        if ready.is_set():  # serve's own SIGTERM handler is installed: a real stop
+        if event.is_set():  # serve's own SIGTERM handler is installed: a real stop
             os.kill(os.getpid(), signal.SIGTERM)
         else:
             waiting.cancel()

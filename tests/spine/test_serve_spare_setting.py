@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import signal
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
@@ -18,8 +17,7 @@ import bridge.app.serve as serve_module
 from bridge.app.build import Roost
 from bridge.app.serve import CHANNELS, serve
 from bridge.core.config import load_settings
-from tests.spine.test_serve_sandbox import roost_row
-from tests.waits import HANG_S
+from tests.spine.test_serve_sandbox import roost_row, served_until
 
 
 async def started_spares(
@@ -45,19 +43,13 @@ async def started_spares(
     )
     roosts: list[Roost] = []
     task = asyncio.create_task(serve(settings, channels=(*CHANNELS, roost_row(roosts))))
-    waiting = asyncio.create_task(screens_done.wait())
-    try:
-        await asyncio.wait({waiting, task}, timeout=HANG_S, return_when=asyncio.FIRST_COMPLETED)
-        assert screens_done.is_set(), f"serve() ended before it was ready: {task}"
-        made = roosts[0].runner.made
-    finally:
-        if screens_done.is_set():  # serve's own SIGTERM handler is installed: a real stop
-            os.kill(os.getpid(), signal.SIGTERM)
-        else:
-            waiting.cancel()
-            task.cancel()
-    assert await asyncio.wait_for(task, HANG_S) == 0
-    return len(asked), made
+    made: list[bool] = []
+
+    async def look() -> None:
+        made.append(roosts[0].runner.made)
+
+    await served_until(task, screens_done, look)
+    return len(asked), made[0]
 
 
 async def test_by_default_serve_starts_the_spare_helper(
