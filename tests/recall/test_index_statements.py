@@ -10,11 +10,15 @@ tenant's newest + 1, in the batch's order, with known messages left out.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
+
+import pytest
 
 from bridge.recall.index import Message
 from bridge.recall.indexer import Indexer
 from bridge.recall.search import search
+from bridge.storage.sqlite import SqliteDatabase
 from bridge.types.tenant_dirs import TenantDirs
 from tests.storage.traced import traced
 
@@ -29,74 +33,72 @@ def _pair(n: int) -> list[Message]:
     ]
 
 
-async def test_a_batch_writes_its_text_index_by_a_few_statements(tmp_path: Path) -> None:
+Traced = tuple[SqliteDatabase, list[str], Indexer, TenantDirs]
+
+
+@pytest.fixture
+async def traced_index(tmp_path: Path) -> AsyncIterator[Traced]:
+    """A traced database (every statement it runs), its indexer and tenant t's folders."""
     db, statements = await traced(tmp_path / "roost.db")
     try:
-        indexer = Indexer(db)
-        dirs = TenantDirs.of(tmp_path, "t")
-        await indexer.admit(dirs, _pair(0))  # the tenant's conversation and speakers known
-        for size in (5, 11, 15):  # 10-30 messages: 30-90 postings, each count a remainder
-            statements.clear()
-            batch = [m for n in range(100 * size, 100 * size + size) for m in _pair(n)]
-            assert (await indexer.admit(dirs, batch)).added == 2 * size
-            for table in TABLES:  # one statement per power of two of the rows at most
-                runs = [s for s in statements if s.startswith(f"INSERT INTO {table} ")]
-                assert 1 <= len(runs) <= 6, (table, size, len(runs))
-            index = await indexer.index(dirs)
-            hits = await search(index, f"topic{100 * size + 3}", 5)
-            assert {h.row.msg_id for h in hits} == {f"{100 * size + 3}", f"{100 * size + 3}:reply"}
+        yield db, statements, Indexer(db), TenantDirs.of(tmp_path, "t")
     finally:
         await db.aclose()
+
+
+async def test_a_batch_writes_its_text_index_by_a_few_statements(traced_index: Traced) -> None:
+    _, statements, indexer, dirs = traced_index
+    await indexer.admit(dirs, _pair(0))  # the tenant's conversation and speakers known
+    for size in (5, 11, 15):  # 10-30 messages: 30-90 postings, each count a remainder
+        statements.clear()
+        batch = [m for n in range(100 * size, 100 * size + size) for m in _pair(n)]
+        assert (await indexer.admit(dirs, batch)).added == 2 * size
+        for table in TABLES:  # one statement per power of two of the rows at most
+            runs = [s for s in statements if s.startswith(f"INSERT INTO {table} ")]
+            assert 1 <= len(runs) <= 6, (table, size, len(runs))
+        index = await indexer.index(dirs)
+        hits = await search(index, f"topic{100 * size + 3}", 5)
+        assert {h.row.msg_id for h in hits} == {f"{100 * size + 3}", f"{100 * size + 3}:reply"}
 
 
 async def test_a_fresh_batch_reads_no_row_back_and_its_ids_follow_the_newest(
-    tmp_path: Path,
+    traced_index: Traced,
 ) -> None:
-    db, statements = await traced(tmp_path / "roost.db")
-    try:
-        indexer = Indexer(db)
-        dirs = TenantDirs.of(tmp_path, "t")
-        await indexer.admit(dirs, _pair(0))
-        statements.clear()
-        batch = [m for n in range(1, 9) for m in _pair(n)]
-        assert (await indexer.admit(dirs, batch)).added == 16
-        assert not any("RETURNING id, conv, msg_id" in s for s in statements)
-        assert not any(s.startswith("SELECT id, conv, msg_id") for s in statements)
-        rows = await db.fetch_all(
-            "SELECT id, msg_id FROM recall_messages WHERE tenant = 't' ORDER BY id"
-        )
-        assert [r[1] for r in rows] == [m.msg_id for m in _pair(0) + batch]
-        assert [r[0] for r in rows] == list(range(1, 19))
-    finally:
-        await db.aclose()
+    db, statements, indexer, dirs = traced_index
+    await indexer.admit(dirs, _pair(0))
+    statements.clear()
+    batch = [m for n in range(1, 9) for m in _pair(n)]
+    assert (await indexer.admit(dirs, batch)).added == 16
+    assert not any("RETURNING id, conv, msg_id" in s for s in statements)
+    assert not any(s.startswith("SELECT id, conv, msg_id") for s in statements)
+    rows = await db.fetch_all(
+        "SELECT id, msg_id FROM recall_messages WHERE tenant = 't' ORDER BY id"
+    )
+    assert [r[1] for r in rows] == [m.msg_id for m in _pair(0) + batch]
+    assert [r[0] for r in rows] == list(range(1, 19))
 
 
 async def test_a_batch_with_known_messages_numbers_only_the_new_ones_in_order(
-    tmp_path: Path,
+    traced_index: Traced,
 ) -> None:
-    db, _ = await traced(tmp_path / "roost.db")
-    try:
-        indexer = Indexer(db)
-        dirs = TenantDirs.of(tmp_path, "t")
-        first = [m for n in range(4) for m in _pair(n)]
-        await indexer.admit(dirs, first)
-        mixed = [m for n in (2, 4, 1, 5, 6) for m in _pair(n)]  # 2 and 1 known already
-        got = await indexer.admit(dirs, mixed)
-        assert (got.added, got.known) == (6, 4)
-        rows = await db.fetch_all(
-            "SELECT id, msg_id FROM recall_messages WHERE tenant = 't' AND id > 8 ORDER BY id"
-        )
-        assert rows == [
-            (9, "4"),
-            (10, "4:reply"),
-            (11, "5"),
-            (12, "5:reply"),
-            (13, "6"),
-            (14, "6:reply"),
-        ]
-        index = await indexer.index(dirs)
-        for n in (1, 4, 6):  # each found once, with its own text
-            hits = await search(index, f"topic{n}", 5)
-            assert sorted(h.row.msg_id for h in hits) == [str(n), f"{n}:reply"]
-    finally:
-        await db.aclose()
+    db, _, indexer, dirs = traced_index
+    first = [m for n in range(4) for m in _pair(n)]
+    await indexer.admit(dirs, first)
+    mixed = [m for n in (2, 4, 1, 5, 6) for m in _pair(n)]  # 2 and 1 known already
+    got = await indexer.admit(dirs, mixed)
+    assert (got.added, got.known) == (6, 4)
+    rows = await db.fetch_all(
+        "SELECT id, msg_id FROM recall_messages WHERE tenant = 't' AND id > 8 ORDER BY id"
+    )
+    assert rows == [
+        (9, "4"),
+        (10, "4:reply"),
+        (11, "5"),
+        (12, "5:reply"),
+        (13, "6"),
+        (14, "6:reply"),
+    ]
+    index = await indexer.index(dirs)
+    for n in (1, 4, 6):  # each found once, with its own text
+        hits = await search(index, f"topic{n}", 5)
+        assert sorted(h.row.msg_id for h in hits) == [str(n), f"{n}:reply"]
