@@ -6,8 +6,8 @@ on; a read never overtakes a job queued before it; errors are the same
 either way; the writer's commits are seen at once. A single write outside a
 transaction runs inline on the idle writer, never inside or beside an open
 transaction, never waiting for another connection's lock on the loop, and
-a long one interrupted is done once, on the thread. WAL checkpoints are
-queued on the writer's thread.
+a long one interrupted is done once, on the thread. WAL checkpoints run on
+a connection of their own, beside the writer's transactions.
 """
 
 from __future__ import annotations
@@ -223,17 +223,14 @@ async def test_a_long_write_interrupted_inline_is_done_once_on_the_thread(
     assert await db.fetch_value("SELECT count(*) FROM t WHERE v = 'bulk'") == 100_000
 
 
-async def test_checkpoints_are_queued_on_the_writers_thread(
+async def test_checkpoints_run_on_a_connection_of_their_own(
     db: SqliteDatabase, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    ran: list[str] = []
-    real = engine.checkpoint
+    ran: list[tuple[str, int]] = []
 
     def spy(conn: sqlite3.Connection) -> None:
-        import threading
-
-        ran.append(threading.current_thread().name)
-        real(conn)
+        done = conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[2]
+        ran.append((threading.current_thread().name, done))
 
     monkeypatch.setattr(database, "CHECKPOINT_EVERY", 10)
     monkeypatch.setattr(engine, "checkpoint", spy)
@@ -241,14 +238,32 @@ async def test_checkpoints_are_queued_on_the_writers_thread(
     for i in range(25):
         if i % 3:
             await db.execute("UPDATE t SET v = ? WHERE id = 8", (f"n{i}",))
-        else:  # one counted inside a transaction: its checkpoint waits for the commit
+        else:  # one counted inside a transaction
             async with db.transaction():
                 await db.execute("UPDATE t SET v = ? WHERE id = 8", (f"n{i}",))
                 await asyncio.sleep(0)
         if db._checkpoint is not None:
             await db._checkpoint
-    assert ran == ["db-w", "db-w"]
+    assert [name for name, _ in ran] == ["db-ckpt", "db-ckpt"]
+    assert all(done > 0 for _, done in ran)  # the WAL's committed frames were copied
     assert "checkpoint failed" not in caplog.text
+
+
+async def test_a_checkpoint_does_not_wait_for_the_writers_transaction(
+    db: SqliteDatabase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The writer's lock is not the checkpoint's: one counted inside a transaction ends
+    while the transaction is open (on the writer's thread, it waited for the commit, and
+    so did every write queued behind it)."""
+    monkeypatch.setattr(database, "CHECKPOINT_EVERY", 3)
+    await db.execute("UPDATE t SET v = 'a' WHERE id = 1")
+    await db.execute("UPDATE t SET v = 'b' WHERE id = 1")
+    async with db.transaction():
+        await db.execute("UPDATE t SET v = 'c' WHERE id = 1")  # the third: a checkpoint
+        assert db._checkpoint is not None
+        await asyncio.wait_for(asyncio.shield(db._checkpoint), HANG_S)
+        assert await db.fetch_value("SELECT v FROM t WHERE id = 1") == "c"
+    assert await db.fetch_value("SELECT v FROM t WHERE id = 1") == "c"
 
 
 def test_a_fetch_goes_to_a_reader_only_when_it_writes_nothing() -> None:

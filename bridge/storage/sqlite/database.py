@@ -18,7 +18,7 @@ as the function that makes it (a turn's end); the units given after it in the
 same pass of the loop run inline together at that pass's end, one
 transaction (`atomic`). The writer
 makes no WAL checkpoint inside a commit; every `CHECKPOINT_EVERY` writes
-one is queued on its thread.
+a passive one runs on a connection (and thread) of its own, beside the writer.
 `BEGIN IMMEDIATE` starts a transaction; nested ones are savepoints.
 Notifications: `storage_notify` counts per topic, written in the notifier's
 transaction; a poller connection reads them when `PRAGMA
@@ -116,6 +116,7 @@ class SqliteDatabase:
         self._poll_s = poll_s
         self._poller: asyncio.Task[None] | None = None
         self._poll_worker: Worker | None = None
+        self._checkpointer: Worker | None = None  # started by the first checkpoint
         # units joined to the pass of the loop that ran one inline, run together at its end
         self._inline_pass = False
         self._inline_task: asyncio.Task[Any] | None = None  # whose unit ran inline last
@@ -176,8 +177,8 @@ class SqliteDatabase:
         return await self.write(job)
 
     def _count_write(self) -> None:
-        """Every CHECKPOINT_EVERY writes, a passive WAL checkpoint on the writer's thread
-        (the writer makes none itself: `engine.opener`)."""
+        """Every CHECKPOINT_EVERY writes, a passive WAL checkpoint on a connection of its
+        own (the writer makes none itself: `engine.opener`)."""
         self._writes += 1
         if self._writes % CHECKPOINT_EVERY == 0 and (
             self._checkpoint is None or self._checkpoint.done()
@@ -188,8 +189,20 @@ class SqliteDatabase:
             )
 
     async def _checkpoint_wal(self) -> None:
-        try:  # as a write: between transactions (inside one, SQLite refuses: LOCKED)
-            await self.write(engine.checkpoint)
+        """On a `query_only` connection and thread of its own, never the writer's: a
+        passive checkpoint takes no write lock, so it runs beside the writer's
+        transactions (copying what is committed; the writer restarts the WAL after it as
+        after its own), and the writes queued meanwhile do not wait for its copy and the
+        file's fsync (tens of ms on a busy disk, behind which every turn's end queued)."""
+        try:
+            if self._checkpointer is None:
+                worker = Worker(
+                    engine.opener(self.path, reader=True, on_connect=self._on_connect),
+                    "db-ckpt",
+                )
+                await worker.start()
+                self._checkpointer = worker
+            await self._checkpointer.run(engine.checkpoint)
         except Exception as exc:  # a full disk, say: the next one tries again
             log.warning("WAL checkpoint failed: %s", exc)
 
@@ -509,6 +522,8 @@ class SqliteDatabase:
         readers = list(self._readers)
         if self._poll_worker is not None:
             readers.append(self._poll_worker)
+        if self._checkpointer is not None:
+            readers.append(self._checkpointer)
         await asyncio.gather(*(w.stop() for w in readers))
         if self._orphans:  # joined units of cancelled callers, on the writer's queue first
             await asyncio.gather(*self._orphans, return_exceptions=True)
