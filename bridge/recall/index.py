@@ -41,6 +41,7 @@ Texts arrive masked: `Indexer` (bridge.recall.indexer) is the one door in.
 from __future__ import annotations
 
 import asyncio
+import functools
 import random
 from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass
@@ -134,6 +135,24 @@ ATTEMPTS = 5  # a new conversation whose id another writer took at once draws ag
 NUMBER_ATTEMPTS = 32
 
 
+# A batch written as the function that makes it when its estimated SQLite VM steps
+# (`short`) stay within these: on SQLite it then runs on the loop's thread when the
+# writer is idle, whose budget is about 8,000 steps (`storage.sqlite.worker`), and a
+# batch it cut would be written twice. Measured on SQLite 3.40: a message about 200
+# steps and each of its terms about 50 (20 messages of 3 words 6,600 steps, 2 of 50
+# words 5,100, 20 of 10 words 13,400), 0.5-0.6 ms of CPU at 6,000.
+SHORT_STEPS = 6000
+STEPS_PER_MESSAGE = 150
+STEPS_PER_TERM = 50
+
+
+def short(batch: Sequence[Message], docs: Sequence[str]) -> bool:
+    """Whether writing `batch` (its documents `docs`) is estimated to stay within
+    `SHORT_STEPS` (a document's terms are separated by single spaces)."""
+    terms = sum(d.count(" ") + 1 for d in docs)
+    return STEPS_PER_MESSAGE * len(batch) + STEPS_PER_TERM * terms <= SHORT_STEPS
+
+
 def document(text_terms: str, name_terms: str) -> str:
     """A message's text-index document: its stems, then its speaker's name's."""
     return f"{text_terms} {name_terms}" if name_terms else text_terms
@@ -224,9 +243,15 @@ class RecallIndex:
             if attempt:
                 await asyncio.sleep(random.uniform(0, 0.002 * min(attempt, 10)))
             batch = [chunk[i] for i in todo] if attempt else chunk
-            unit = self._stored(batch, convs, [docs[i] for i in todo], self._speakers)
+            part = [docs[i] for i in todo]
+            making = functools.partial(self._stored, batch, convs, part, self._speakers)
             try:
-                stored, settled, names = await self.db.atomic(unit)
+                # a short batch as the function that makes it (SQLite: inline on an idle
+                # writer, else committed with the turns' ends queued next to it), a long
+                # one as its steps (a job of the writer's thread, never tried inline)
+                stored, settled, names = await self.db.atomic(
+                    making if short(batch, part) else making()
+                )
             except IntegrityError:  # nothing of the try stays
                 if not await self.drop_stale():
                     raise
