@@ -23,7 +23,8 @@ of the files this replaces exactly (its columns weigh 1 each: term counts and
 lengths add up), so the ranking is unchanged.
 
 Writes: a batch is ONE transaction (`Database.atomic`: on SQLite one job on the
-writer, BEGIN IMMEDIATE ... COMMIT): its INSERT (RETURNING the new ids; on SQLite the
+writer, BEGIN IMMEDIATE ... COMMIT, or, when `short`, given as the function that
+makes it: inline on an idle writer): its INSERT (RETURNING the new ids; on SQLite the
 newest id read before it and, when it stored the whole batch, the ids worked out: a
 RETURNING row is a step, and a release of the GIL, of its own), the new
 messages' documents in the text index (`TextIndex.adding`), the speakers not seen
