@@ -27,9 +27,9 @@ add), next to a bare aiohttp echo and to the web channel over a `handle` that an
 once (`channel only`: HTTP and the channel's plumbing, no core). `--http-only` skips
 the in-process part, `--points 10` picks the client counts, `--http-profile 10` prints
 cProfile's report of the channel-only and the roost server's loop at 10 clients,
-the roost servers set their collector as `roost serve` does once ready
-(`bridge.cli.collector`: start-up frozen, young collections every 5,000), and
-`--python-gc` leaves Python's default collector instead (an A/B),
+the roost servers, and the in-process roost once warm, set their collector as `roost
+serve` does once ready (`bridge.cli.collector`: start-up frozen, young collections
+every 5,000), and `--python-gc` leaves Python's default collector instead (an A/B),
 `--stream` posts the turns to `/api/chat/stream` (Server-Sent Events, as the page
 does; the bare echo stays a plain JSON answer). The
 clients post plain HTTP/1.1 over keep-alive connections (`Poster`): they share the
@@ -631,6 +631,7 @@ async def overhead(
     recall: bool = True,
     clients: int = 10,
     inline_writes: str = "on",
+    python_gc: bool = False,
 ) -> tuple[float, float, float, float | None]:
     with tempfile.TemporaryDirectory() as tmp:
         limits = {"ROOST_LIMITS__DAILY_TOKENS": str(budget)} if budget else {}
@@ -643,6 +644,7 @@ async def overhead(
         for i in range(min(100, turns)):  # warm: tenant made, caches filled
             warm = Inbound("web", "local", f"c{i % 20}", f"warm {i}", str(10**6 + i))
             await roost.core.handle(warm)
+        daemon_collector(python_gc)
         times: list[float] = []
         together: float | None = None  # the loop's CPU per turn, `clients` at once
         cpu, by_thread, switched = time.process_time(), thread_cpu(), thread_switches()
@@ -691,6 +693,19 @@ async def overhead(
         await roost.aclose()
     p50, p99 = statistics.median(times) * 1e3, pct(times, 99) * 1e3
     return p50, p99, statistics.median(bare) * 1e3, together
+
+
+def daemon_collector(python_gc: bool) -> None:
+    """The cyclic collector as `roost serve` sets it once ready (start-up frozen, young
+    collections every 5,000: `bridge.cli.collector`), unless `python_gc` (the A/B):
+    called once the roost is built and warm, so the measured turns pay what a daemon's
+    turns pay (Python's default collector traverses the bench's own imports again and
+    again: about 3 % of a turn's instructions a daemon does not spend)."""
+    if python_gc:
+        return
+    gc.collect()
+    collector.pause()
+    collector.resume()
 
 
 def set_inline_writes(roost: Any, mode: str) -> None:
@@ -812,10 +827,7 @@ def serve_roost(
         settings = isolated_settings(Path(home), **extra)
         roost = await build(settings, backend=None if model_url else EchoModel())
         set_inline_writes(roost, inline_writes)
-        if freeze:  # the daemon's collector after its ready line (not with `--python-gc`)
-            gc.collect()
-            collector.pause()
-            collector.resume()
+        daemon_collector(python_gc=not freeze)  # as after `serve`'s ready line
         channel = WebChannel(
             roost.core.handle, roost.command_list, TOKEN, "127.0.0.1", 0, limits=LIMITS
         )
@@ -1027,8 +1039,8 @@ def main() -> None:
     parser.add_argument(
         "--python-gc",
         action="store_true",
-        help="the roost servers keep Python's default collector, not the one `roost serve`"
-        " sets once ready (an A/B)",
+        help="the in-process roost and the roost servers keep Python's default collector,"
+        " not the one `roost serve` sets once ready (an A/B)",
     )
     parser.add_argument(
         "--callgrind",
@@ -1041,10 +1053,10 @@ def main() -> None:
     if args.quick:
         args.turns, args.seconds = 300, 0.5
     if args.under_callgrind:
-        asyncio.run(counted_turns(args.turns, args.clients, args.recall == "on"))
+        asyncio.run(counted_turns(args.turns, args.clients, args.recall == "on", args.python_gc))
         return
     if args.callgrind:
-        instructions(args.turns, args.clients, args.recall == "on")
+        instructions(args.turns, args.clients, args.recall == "on", args.python_gc)
         return
     print(speed_line())
     together = None if args.http_only else in_process(args)
@@ -1052,7 +1064,7 @@ def main() -> None:
         over_http(args, [int(c) for c in args.points.split(",")], together)
 
 
-def instructions(turns: int, clients: int, recall: bool) -> None:
+def instructions(turns: int, clients: int, recall: bool, python_gc: bool = False) -> None:
     """Instructions per turn, every thread of the process, under callgrind: this script
     again in a child under valgrind (`--instr-atstart=no`), which counts only while it
     turns the instrumentation on around the measured turns (`counted_turns`) and dumps
@@ -1065,7 +1077,7 @@ def instructions(turns: int, clients: int, recall: bool) -> None:
             "valgrind", "--tool=callgrind", "--instr-atstart=no",
             f"--callgrind-out-file={out}", sys.executable, "-m", "bench.turn",
             "--under-callgrind", str(out), "--turns", str(turns), "--clients", str(clients),
-            "--recall", "on" if recall else "off",
+            "--recall", "on" if recall else "off", *(["--python-gc"] if python_gc else []),
         ]  # fmt: skip
         env = {**os.environ, "PYTHONHASHSEED": "0"}  # both trees' runs start alike
         done = subprocess.run(cmd, check=True, env=env, capture_output=True, text=True)
@@ -1093,7 +1105,7 @@ def _callgrind(*command: str) -> None:
     )
 
 
-async def counted_turns(turns: int, clients: int, recall: bool) -> None:
+async def counted_turns(turns: int, clients: int, recall: bool, python_gc: bool) -> None:
     """Inside callgrind (`instructions`): warm turns uncounted, then each part of `_parts`
     counted alone (zeroed, instrumented, dumped)."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -1102,6 +1114,7 @@ async def counted_turns(turns: int, clients: int, recall: bool) -> None:
         for i in range(min(200, turns)):
             warm = Inbound("web", "local", f"c{i % 20}", f"warm {i}", str(10**6 + i))
             await roost.core.handle(warm)
+        daemon_collector(python_gc)
 
         async def client(c: int, each: int, alone: bool) -> None:
             for i in range(each):  # alone: the chats in turn, as the sequential table
@@ -1133,6 +1146,7 @@ def in_process(args: argparse.Namespace) -> float | None:
             recall=args.recall == "on",
             clients=args.clients,
             inline_writes=inline,
+            python_gc=args.python_gc,
         )
     )
     print(f"core.handle, zero-latency model ({args.turns} turns)")
