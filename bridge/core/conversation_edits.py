@@ -34,6 +34,7 @@ from typing import Any, NamedTuple
 
 from bridge.core.conversations import ConversationArchive
 from bridge.core.history_page import SHOWN, message
+from bridge.core.post_window import POST_WINDOW, post_window
 from bridge.core.shown import read_meta
 from bridge.storage.protocol import Database
 from bridge.storage.units import Unit, execute, fetch_one
@@ -230,8 +231,8 @@ def _deleted(key: SessionKey, ident: int) -> Unit[bool]:
             (ident, key.tenant),
         )
         lo, hi = window
-        posts = (*_args(key), int(float(lo or 0) * 1000), int(float(hi) * 1000))
-        where = "tenant=? AND channel=? AND chat=? AND created_ms >= ? AND created_ms < ?"
+        posts = (*_args(key), *post_window(float(lo or 0) * 1000, float(hi) * 1000))
+        where = f"tenant=? AND channel=? AND chat=? AND {POST_WINDOW}"
         yield execute(
             f"DELETE FROM outbox_parts WHERE entry IN (SELECT id FROM outbox WHERE {where})", posts
         )

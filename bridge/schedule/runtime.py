@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
 from bridge.core.agent import MAX_REPLY_CHARS, cut_note
+from bridge.core.post_window import POST_WINDOW, post_window
 from bridge.core.tenants import LOOPBACK_CHANNELS
 from bridge.schedule.commands import preview, recurrence
 from bridge.schedule.jobs import Job
@@ -435,14 +436,13 @@ async def chat_posts(
     until_ms: float | None = None,
     limit: int = 200,
 ) -> list[dict[str, Any]]:
-    """A chat's outbox messages made in [`since_ms`, `until_ms`) (not dead-lettered),
-    oldest first, the newest `limit` of them: the proactive posts a page of a chat's
-    history shows in their place (`bridge.channels.web.timeline`)."""
+    """A chat's outbox messages made after `since_ms` up to `until_ms` (`post_window`;
+    not dead-lettered), oldest first, the newest `limit` of them: the proactive posts a
+    page of a chat's history shows in their place (`bridge.channels.web.timeline`)."""
     rows = await db.fetch_all(
         "SELECT id, key, text, created_ms FROM outbox WHERE tenant = ? AND channel = ?"
-        " AND chat = ? AND created_ms >= ? AND created_ms < ? AND state != 'dead'"
-        " ORDER BY id DESC LIMIT ?",
-        (tenant, channel, chat, int(since_ms), int(until_ms or 2**62), limit),
+        f" AND chat = ? AND {POST_WINDOW} AND state != 'dead' ORDER BY id DESC LIMIT ?",
+        (tenant, channel, chat, *post_window(since_ms, until_ms), limit),
     )
     return [{"id": r[0], "key": r[1], "text": r[2], "at_ms": r[3]} for r in reversed(rows)]
 

@@ -478,15 +478,17 @@ async def test_ids_past_what_sqlite_holds_are_refused_not_a_server_error(home: P
         assert status == 404  # the largest id SQLite holds is an id: no such conversation
 
 
-async def _remind(site: Site, text: str) -> None:
-    """A reminder's post in chat c, as the scheduler leaves it (masked, in the outbox)."""
+async def _remind(site: Site, text: str, at_ms: int | None = None) -> None:
+    """A reminder's post in chat c, as the scheduler leaves it (masked, in the outbox),
+    made now or at `at_ms`."""
     import time
 
     from bridge.schedule.outbox import OutboxStore
 
     masked = site.roost.loadout.vault.masker(TenantDirs.of(site.home, "alice")).mask(text)
+    now_ms = int(time.time() * 1000) if at_ms is None else at_ms
     await OutboxStore(site.roost.database).enqueue(
-        "alice", "web", "c", masked, f"job:{text}", now_ms=int(time.time() * 1000)
+        "alice", "web", "c", masked, f"job:{text}", now_ms=now_ms
     )
 
 
@@ -524,6 +526,33 @@ async def test_a_deleted_conversations_reminders_go_with_it(home: Path) -> None:
         assert "otter" not in str(page), page["messages"]
         _, kept = await get(site, f"/api/history?chat=c&conversation={first}")
         assert "first conversation" in str(kept)
+
+
+async def test_a_post_made_in_the_millisecond_of_the_archiving_is_the_old_conversations(
+    home: Path,
+) -> None:
+    """A post's time is kept in whole ms: one made in the millisecond its conversation was
+    archived (a reminder just before "New chat") was placed in the NEXT conversation's
+    window by the page and by a delete alike, so deleting its own conversation left it
+    (the start tree failed test_a_deleted_conversations_reminders_go_with_it 7 times in
+    15 on a fast machine). It is the old conversation's, on its page and in its delete."""
+    async with served(home) as site:
+        await chat(site, "conversation A: the walrus affair")
+        await post(site, "/api/chat/new", {"chat": "c"})
+        await chat(site, "conversation B: nothing about it")
+        _, a = (r["id"] for r in await conversations(site))
+        archived = await site.roost.database.fetch_value(
+            "SELECT archived_at FROM conversations WHERE id = ?", (a,)
+        )
+        await _remind(site, "⏰ Reminder: the walrus affair", at_ms=int(float(archived) * 1000))
+        _, old = await get(site, f"/api/history?chat=c&conversation={a}")
+        assert "Reminder: the walrus" in str(old)
+        _, page = await get(site, "/api/history?chat=c")
+        assert "Reminder: the walrus" not in str(page)
+        gone = {"chat": "c", "conversation": a}
+        assert (await call(site, "POST", "/api/conversations/delete", gone))[0] == 200
+        rows = await site.roost.database.fetch_all("SELECT text FROM outbox")
+        assert "walrus" not in str(rows), rows
 
 
 async def test_a_deleted_conversations_files_leave_the_inbox(home: Path) -> None:
