@@ -137,19 +137,27 @@ NUMBER_ATTEMPTS = 32
 
 
 # A batch written as the function that makes it when its estimated SQLite VM steps
-# (`short`) stay within these: on SQLite it then runs on the loop's thread when the
-# writer is idle, whose budget is about 8,000 steps (`storage.sqlite.worker`), and a
-# batch it cut would be written twice. Measured on SQLite 3.40: a message about 200
-# steps and each of its terms about 50 (20 messages of 3 words 6,600 steps, 2 of 50
-# words 5,100, 20 of 10 words 13,400), 0.5-0.6 ms of CPU at 6,000.
+# (`short`) stay within these and its text within SHORT_CHARS: on SQLite it then runs
+# on the loop's thread when the writer is idle, whose budget is about 8,000 steps
+# (`storage.sqlite.worker`); a batch the budget cuts is rolled back and made again on
+# the writer's thread, so the estimate keeps the loop's time short, nothing more.
+# Measured on SQLite 3.40: a message about 200 steps and each of its terms about 50 (20
+# messages of 3 words 6,600 steps, 2 of 50 words 5,100, 20 of 10 words 13,400), 0.5-0.6
+# ms of CPU at 6,000. Steps do not count bytes: a text of emoji or of one long run (CJK
+# without spaces, a hex dump) is 0-1 terms, and two of 100,000 characters held the loop
+# 11 ms inline (session 45's attacker, F2), hence the text's own bound.
 SHORT_STEPS = 6000
 STEPS_PER_MESSAGE = 150
 STEPS_PER_TERM = 50
+SHORT_CHARS = 16_000  # the batch's texts together (a person's message is at most 16,000)
 
 
 def short(batch: Sequence[Message], docs: Sequence[str]) -> bool:
     """Whether writing `batch` (its documents `docs`) is estimated to stay within
-    `SHORT_STEPS` (a document's terms are separated by single spaces)."""
+    `SHORT_STEPS` (a document's terms are separated by single spaces) and its texts
+    within `SHORT_CHARS`."""
+    if sum(len(m.text) for m in batch) > SHORT_CHARS:
+        return False
     terms = sum(d.count(" ") + 1 for d in docs)
     return STEPS_PER_MESSAGE * len(batch) + STEPS_PER_TERM * terms <= SHORT_STEPS
 
@@ -222,7 +230,9 @@ class RecallIndex:
     # -- writing ---------------------------------------------------------------------------
 
     async def add(self, messages: Iterable[Message]) -> int:
-        """Store messages (those already known skipped) and index their terms; the count added."""
+        """Store messages (those already known skipped) and index their terms; the count
+        added. A short batch on an idle SQLite writer is written inline: the call may
+        return without giving the loop a turn, so a loop of calls yields of its own."""
         fresh: dict[tuple[str, str], Message] = {}
         for m in messages:  # a message twice in one batch: the first counts
             fresh.setdefault((m.conversation, m.msg_id), m)

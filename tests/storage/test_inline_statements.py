@@ -13,6 +13,7 @@ a connection of their own, beside the writer's transactions.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 import threading
 from pathlib import Path
@@ -244,7 +245,8 @@ async def test_checkpoints_run_on_a_connection_of_their_own(
                 await asyncio.sleep(0)
         if db._checkpoint is not None:
             await db._checkpoint
-    assert [name for name, _ in ran] == ["db-ckpt", "db-ckpt"]
+    # each: the bulk beside the writer, then the writer's top-up between its transactions
+    assert [name for name, _ in ran] == ["db-ckpt", "db-w", "db-ckpt", "db-w"]
     assert all(done > 0 for _, done in ran)  # the WAL's committed frames were copied
     assert "checkpoint failed" not in caplog.text
 
@@ -252,18 +254,86 @@ async def test_checkpoints_run_on_a_connection_of_their_own(
 async def test_a_checkpoint_does_not_wait_for_the_writers_transaction(
     db: SqliteDatabase, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The writer's lock is not the checkpoint's: one counted inside a transaction ends
-    while the transaction is open (on the writer's thread, it waited for the commit, and
-    so did every write queued behind it)."""
+    """The writer's lock is not the checkpoint's: one counted inside a transaction copies
+    the WAL while the transaction is open (on the writer's thread, it waited for the
+    commit, and so did every write queued behind it); only its top-up, on the writer,
+    runs after the commit."""
+    loop = asyncio.get_running_loop()
+    copied: asyncio.Future[str] = loop.create_future()
+    real = engine.checkpoint
+
+    def spy(conn: sqlite3.Connection) -> None:
+        real(conn)
+        name = threading.current_thread().name
+        loop.call_soon_threadsafe(lambda: copied.done() or copied.set_result(name))
+
     monkeypatch.setattr(database, "CHECKPOINT_EVERY", 3)
+    monkeypatch.setattr(engine, "checkpoint", spy)
     await db.execute("UPDATE t SET v = 'a' WHERE id = 1")
     await db.execute("UPDATE t SET v = 'b' WHERE id = 1")
     async with db.transaction():
         await db.execute("UPDATE t SET v = 'c' WHERE id = 1")  # the third: a checkpoint
         assert db._checkpoint is not None
-        await asyncio.wait_for(asyncio.shield(db._checkpoint), HANG_S)
+        assert await asyncio.wait_for(copied, HANG_S) == "db-ckpt"
         assert await db.fetch_value("SELECT v FROM t WHERE id = 1") == "c"
+    await asyncio.wait_for(asyncio.shield(db._checkpoint), HANG_S)
     assert await db.fetch_value("SELECT v FROM t WHERE id = 1") == "c"
+
+
+async def test_the_wal_is_rewound_though_a_write_commits_while_it_is_copied(
+    db: SqliteDatabase, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """SQLite rewinds the WAL only when a write begins after a checkpoint copied every
+    frame. A write that began before the side connection's checkpoint and committed
+    while it copied (steady load) left frames it never copied, at every checkpoint, so
+    the WAL was never rewound and grew without bound (745-805 MB after 20 s of turns,
+    session 45's attacker); the writer's top-up copies them."""
+    real = engine.checkpoint
+
+    def beside(conn: sqlite3.Connection) -> None:
+        if threading.current_thread().name != "db-ckpt":
+            real(conn)
+            return
+        other = sqlite3.connect(db.path, isolation_level=None, timeout=HANG_S)
+        try:
+            other.execute("BEGIN IMMEDIATE")  # before the copy: no rewind at its start
+            other.execute("UPDATE t SET v = v || '.' WHERE id = 1")
+            real(conn)
+            other.execute("COMMIT")  # its frames after what the copy saw
+        finally:
+            other.close()
+
+    monkeypatch.setattr(database, "CHECKPOINT_EVERY", 10)
+    monkeypatch.setattr(engine, "checkpoint", beside)
+    for i in range(300):
+        await db.execute("UPDATE t SET v = ? WHERE id = 8", (f"n{i}",))
+        if db._checkpoint is not None:
+            await db._checkpoint
+    look = sqlite3.connect(db.path, isolation_level=None)
+    try:
+        frames = look.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()[1]
+    finally:
+        look.close()
+    assert frames < 40, f"{frames} frames in the WAL after 300 writes: never rewound"
+
+
+async def test_no_checkpoint_starts_once_the_database_closes(tmp_path: Path) -> None:
+    """A write counted while `aclose` ran made the checkpoint's connection and thread
+    after `aclose` had stopped its workers: both outlived the database (and the WAL was
+    no longer deleted by the writer's close, not the last one)."""
+    db = await SqliteDatabase.open(tmp_path / "roost.db", readers=1)
+    await db.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, v TEXT)")
+    before = {t.name for t in threading.enumerate()}
+    db._writes = database.CHECKPOINT_EVERY - 1  # the next write starts the first one
+    closing = asyncio.create_task(db.aclose())
+    await asyncio.sleep(0)  # aclose has begun
+    with contextlib.suppress(StorageError, RuntimeError):
+        await asyncio.wait_for(db.execute("INSERT INTO t VALUES (1, 'late')"), HANG_S)
+    await closing
+    assert db._checkpoint is None  # none started: its connection would outlive the close
+    assert db._checkpointer is None
+    left = {t.name for t in threading.enumerate()} - before
+    assert not any(name.startswith("db-") for name in left), left
 
 
 def test_a_fetch_goes_to_a_reader_only_when_it_writes_nothing() -> None:

@@ -40,6 +40,7 @@ def private_file(path: Path) -> None:
 
 
 BUSY_MS = 10_000  # how long a statement waits for another connection's lock
+WAL_KEEP_BYTES = 64 << 20  # a rewound WAL's file is truncated to this
 
 
 def opener(
@@ -56,8 +57,11 @@ def opener(
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("PRAGMA synchronous=NORMAL")
             # no checkpoint inside a commit: a write may run on the event loop's thread
-            # (`Worker.try_inline`); `SqliteDatabase` queues checkpoints on the writer
+            # (`Worker.try_inline`); `SqliteDatabase` makes them (`_checkpoint_wal`)
             conn.execute("PRAGMA wal_autocheckpoint=0")
+            # a WAL rewound after a burst is cut back to this size (else its file keeps
+            # the burst's size on disk until the last connection closes)
+            conn.execute(f"PRAGMA journal_size_limit={WAL_KEEP_BYTES}")
             conn.execute("PRAGMA foreign_keys=ON")
         if on_connect is not None:
             on_connect(conn)
