@@ -82,7 +82,10 @@ class _Recorder:
         self.sampler: threading.Thread | None = None
         if worker == "main":
             self.row("#START", 0.0, 0.0, 0.0, at=time.time())
-            self.sampler = threading.Thread(target=self._sample, args=(_machine_idle(),))
+            # a daemon thread: a run that ends without pytest_unconfigure still exits
+            self.sampler = threading.Thread(
+                target=self._sample, args=(_machine_idle(),), daemon=True
+            )
             self.sampler.start()
 
     def _sample(self, idle0: float) -> None:
