@@ -47,7 +47,8 @@ run: $(STAMP)
 # them all once, before the workers start, instead of each worker rewriting all of them:
 # tests/conftest.py's pytest_configure). pytest prints its slowest tests.
 # Where the CPU goes, per test file (worker and children): PYTEST_ARGS="-p tests.cpu_profile",
-# then `python -m tests.cpu_profile DIR` (tests/cpu_profile.py says how).
+# then `python -m tests.cpu_profile DIR` (tests/cpu_profile.py says how); `... DIR timeline`
+# shows how busy the workers and the machine's cores were over the run.
 PYTEST_WORKERS ?= 4
 PYTEST_ARGS ?=
 test: $(STAMP) browser postgres synapse
