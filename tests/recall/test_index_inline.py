@@ -14,19 +14,14 @@ indexer gives the loop a turn between two tenants' writes.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
-
-import pytest
 
 from bridge.recall.index import Message, _documents, short
 from bridge.recall.indexer import Indexer
 from bridge.recall.search import search
-from bridge.storage.sqlite import SqliteDatabase
 from bridge.types.tenant_dirs import TenantDirs
+from tests.recall.conftest import Traced
 from tests.storage.traced import traced
-
-Traced = tuple[SqliteDatabase, list[str], Indexer, TenantDirs]
 
 
 def _pairs(first: int, count: int, words: int) -> list[Message]:
@@ -39,15 +34,6 @@ def _pairs(first: int, count: int, words: int) -> list[Message]:
             Message(conv, f"{n}:reply", "assistant", f"reply{n} {text}", 1_001 + n, "web"),
         ]
     return out
-
-
-@pytest.fixture
-async def traced_index(tmp_path: Path) -> AsyncIterator[Traced]:
-    db, statements = await traced(tmp_path / "roost.db")
-    try:
-        yield db, statements, Indexer(db), TenantDirs.of(tmp_path, "t")
-    finally:
-        await db.aclose()
 
 
 async def test_short_batches_run_inline_and_are_never_cut(traced_index: Traced) -> None:

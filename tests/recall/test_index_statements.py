@@ -10,17 +10,9 @@ tenant's newest + 1, in the batch's order, with known messages left out.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
-import pytest
-
 from bridge.recall.index import Message
-from bridge.recall.indexer import Indexer
 from bridge.recall.search import search
-from bridge.storage.sqlite import SqliteDatabase
-from bridge.types.tenant_dirs import TenantDirs
-from tests.storage.traced import traced
+from tests.recall.conftest import Traced
 
 TABLES = ("storage_fts_docs", "storage_fts_postings", "storage_fts_df")
 
@@ -31,19 +23,6 @@ def _pair(n: int) -> list[Message]:
         Message(conv, str(n), "user", f"tell me about topic{n} and the weather", 1_000 + n, "web"),
         Message(conv, f"{n}:reply", "assistant", f"topic{n} is sunny", 1_001 + n, "web"),
     ]
-
-
-Traced = tuple[SqliteDatabase, list[str], Indexer, TenantDirs]
-
-
-@pytest.fixture
-async def traced_index(tmp_path: Path) -> AsyncIterator[Traced]:
-    """A traced database (every statement it runs), its indexer and tenant t's folders."""
-    db, statements = await traced(tmp_path / "roost.db")
-    try:
-        yield db, statements, Indexer(db), TenantDirs.of(tmp_path, "t")
-    finally:
-        await db.aclose()
 
 
 async def test_a_batch_writes_its_text_index_by_a_few_statements(traced_index: Traced) -> None:
