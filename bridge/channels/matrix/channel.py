@@ -6,16 +6,21 @@ returns at once (what came while roost was down, and `connected`, without
 waiting out a quiet account's long-poll); the very first sync of an account
 (no token yet) only takes invites: what was said before the bot existed is
 history, never answered. Each batch is taken (invites joined or refused,
-messages handed to their chat's queue, one chat's messages in order) and
-only then is its `next_batch` stored, so after a restart nothing is
-answered twice. A failed sync (the homeserver gone, 5xx, 429) is retried
+rooms checked), then its messages to answer and its `next_batch` are
+stored in one transaction (`inbox.MatrixInbox`), then the messages are
+handed to their chat's queue (one chat's messages in order), each marked
+done in the inbox once handled: after a restart nothing is answered twice,
+and what a stopped or killed run left unanswered is answered first
+(`_recover`, before the first sync). A failed sync (the homeserver gone, 5xx, 429) is retried
 with backoff (the server's `retry_after_ms` honoured) until it answers
 again: a lost homeserver is reconnected, and `connected` says which.
 With instances sharing the account (PostgreSQL, `sync_lease`), only the
 holder of the lease `matrix:sync:<account>` syncs; the others wait in
 standby and one takes over, from the stored token, at a clean stop at once
 or `lease_s` after a holder died (what it had taken but not stored is
-taken again: at least once in that moment, as after a restart).
+taken again: at least once in that moment, as after a restart), and
+answers what the holder left open; a stopping holder gives the lease up
+after its answers under way ended or were cut off.
 
 Rooms: a room listed in `[matrix] allowed_rooms` is a group: the bot joins
 when invited, answers only messages that mention it, each person in a
@@ -94,6 +99,7 @@ from bridge.channels.matrix.events import (
     read,
     without_mention,
 )
+from bridge.channels.matrix.inbox import MatrixInbox
 from bridge.channels.matrix.media import MediaFetcher, Receiving
 from bridge.channels.matrix.platform import group_chat
 from bridge.channels.matrix.reply import MatrixReply, Speak, Undelivered
@@ -158,6 +164,7 @@ class MatrixChannel:
         clock: Callable[[], float] = time.time,
         stop_grace_s: float = 10.0,
         sync_lease: Singleton | None = None,
+        inbox: MatrixInbox | None = None,
         stranger_s: float = STRANGER_S,
         stranger_rooms: int = STRANGER_ROOMS,
     ) -> None:
@@ -167,8 +174,10 @@ class MatrixChannel:
         self.fetcher = MediaFetcher(client)
         self._receiving, self._undelivered, self._speak = receiving, undelivered, speak
         self._every_s, self._poll_ms, self._reconnect = every_s, poll_ms, reconnect
-        self._ignored_hook, self._clock, self._grace = ignored, clock, stop_grace_s
+        self._ignored_hook, self._clock = ignored, clock
+        self.stop_grace_s = stop_grace_s  # a stop waits this long for answers under way
         self._lease = sync_lease  # instances: only its holder syncs
+        self.inbox = inbox  # the messages taken, kept until handled (None: in memory only)
         self._loop: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._last: dict[str, asyncio.Task[None]] = {}  # per chat: its newest message's task
@@ -195,8 +204,6 @@ class MatrixChannel:
         if self._loop is not None:
             self._loop.cancel()
             await asyncio.gather(self._loop, return_exceptions=True)
-        if self._lease is not None:
-            await self._lease.release()  # another instance syncs at once
         timers = list(self._timers.values())
         self._timers.clear()
         for timer in timers:
@@ -204,10 +211,13 @@ class MatrixChannel:
         await asyncio.gather(*timers, return_exceptions=True)
         pending = {t for t in self._tasks if not t.done()}
         if pending:
-            await asyncio.wait(pending, timeout=self._grace)
+            await asyncio.wait(pending, timeout=self.stop_grace_s)
         for task in pending:
-            task.cancel()
+            task.cancel()  # its message stays in the inbox: the next start answers it
         await asyncio.gather(*pending, return_exceptions=True)
+        if self._lease is not None:
+            # another instance syncs at once, and takes over what this one left unanswered
+            await self._lease.release()
         await self.client.aclose()
 
     async def idle(self) -> None:
@@ -246,6 +256,7 @@ class MatrixChannel:
 
     async def _run(self) -> None:
         since = await self._token()
+        await self._recover()
         failures = 0
         caught_up = False  # the run's first sync returns at once: connected, what is pending
         while True:
@@ -267,13 +278,58 @@ class MatrixChannel:
                 await asyncio.sleep(self._reconnect.first_s)
                 continue
             await self._take(batch, history=since is None)
-            now_ms = int(self._clock() * 1000)
-            await self._stored("the sync token", self.store.save_batch(batch.next_batch, now_ms))
             since, caught_up = batch.next_batch, True
             self.batches += 1
             self.synced.set()
 
+    async def _recover(self) -> None:
+        """Answer what an earlier process took and left unanswered (killed, or stopped
+        before it got to it), oldest first, each chat in its order."""
+        if self.inbox is None:
+            return
+        try:
+            kept = await self.inbox.recover()
+            await self.inbox.prune()
+        except StorageError as exc:
+            log.error("matrix: messages left unanswered could not be read: %s", exc)
+            return
+        if kept:
+            log.info("matrix: %d message(s) an earlier run left unanswered", len(kept))
+        for row in kept:
+            if row.message is None:  # not a message this version reads
+                await self._mark(row.update_id, dropped=True)
+            elif (routed := await self._route(row.message)) is None:
+                await self._mark(row.update_id)
+            else:
+                self._spawn(*routed, row.message, row.update_id)
+
+    async def _mark(self, update_id: int, *, dropped: bool = False) -> None:
+        if self.inbox is None:
+            return
+        try:
+            await self.inbox.done(update_id, dropped=dropped)
+        except StorageError as exc:  # the row stays open: the next start answers it again
+            log.error("matrix: a handled message could not be marked: %s", exc)
+
     async def _take(self, batch: Batch, *, history: bool) -> None:
+        """Act on the batch, then store its sync token with the messages to answer (one
+        transaction), then hand those to their chats' queues."""
+        routed = await self._taken(batch, history=history)
+        now_ms = int(self._clock() * 1000)
+        ids: list[int | None] = [None] * len(routed)
+        token = batch.next_batch
+        try:
+            if self.inbox is None:
+                raise StorageError("no inbox")
+            ids = list(await self.inbox.take([(c, m) for c, _, m in routed], token))
+        except StorageError as exc:  # answered all the same, but not kept for a restart
+            if self.inbox is not None:
+                log.error("matrix: the messages of a sync could not be stored: %s", exc)
+            await self._stored("the sync token", self.store.save_batch(token, now_ms))
+        for (chat, inbound, msg), update_id in zip(routed, ids, strict=True):
+            self._spawn(chat, inbound, msg, update_id)
+
+    async def _taken(self, batch: Batch, *, history: bool) -> list[tuple[str, Inbound, Message]]:
         for kind, n in batch.skipped.items():
             self._ignore(kind, n)
         for room_id in batch.left:
@@ -303,9 +359,13 @@ class MatrixChannel:
             await self._invited(invite)
         if history:  # the account's first sync: nothing said before is answered
             self._ignore("history", len(batch.messages))
-            return
+            return []
+        routed = []
         for message in batch.messages:
-            await self._route(message)
+            to = await self._route(message)
+            if to is not None:
+                routed.append((*to, message))
+        return routed
 
     def _ignore(self, kind: str, n: int) -> None:
         if n:
@@ -384,23 +444,25 @@ class MatrixChannel:
             return False
         return True
 
-    async def _route(self, msg: Message) -> None:
+    async def _route(self, msg: Message) -> tuple[str, Inbound] | None:
+        """The chat and the inbound message to answer, or None: nothing to answer (what
+        is due instead, a notice or leaving the room, is done)."""
         group = msg.room_id in self.allowed_rooms
         if not group and await self._closed(msg.room_id):
-            return
+            return None
         if msg.encrypted and self._tenant_of(msg.sender) is not None:
             if msg.room_id not in self._told_encrypted:
                 self._told_encrypted.add(msg.room_id)
                 await self._call(self.out.notice(msg.room_id, ENCRYPTED), "encrypted notice")
             self._ignore("encrypted", 1)
-            return
+            return None
         if msg.encrypted and group:
             self._ignore("encrypted", 1)  # a stranger's, unreadable: no mention to answer
-            return
+            return None
         # a stranger's encrypted message in a direct room goes on, unread (no text): it
         # gets the stranger flow (the refusal, or silence), never the notice
         if group and not msg.mentions_me:
-            return  # group talk not meant for the bot
+            return None  # group talk not meant for the bot
         chat = group_chat(msg.room_id, msg.sender) if group else msg.sender
         text = msg.text
         if group and text is not None:
@@ -414,7 +476,7 @@ class MatrixChannel:
             is_private=not group,
             has_text=text is not None,
         )
-        self._spawn(chat, inbound, msg)
+        return chat, inbound
 
     async def _closed(self, room_id: str) -> bool:
         """Whether a message in this direct room goes unanswered: more than two people
@@ -466,9 +528,9 @@ class MatrixChannel:
         await self._stored("a room left", self.store.forget_room(room_id))
         await self._call(self.client.leave(room_id, reason), "leave")
 
-    def _spawn(self, chat: str, inbound: Inbound, msg: Message) -> None:
+    def _spawn(self, chat: str, inbound: Inbound, msg: Message, update_id: int | None) -> None:
         before = self._last.get(chat)
-        task = asyncio.create_task(self._after(before, inbound, msg))
+        task = asyncio.create_task(self._after(before, inbound, msg, update_id))
         self._last[chat] = task
         self._tasks.add(task)
         task.add_done_callback(lambda done: self._done(chat, done))
@@ -506,13 +568,24 @@ class MatrixChannel:
         self._no_previews.add(room_id)
 
     async def _after(
-        self, before: asyncio.Task[None] | None, inbound: Inbound, msg: Message
+        self,
+        before: asyncio.Task[None] | None,
+        inbound: Inbound,
+        msg: Message,
+        update_id: int | None,
     ) -> None:
+        """Handle the message in its chat's order, then mark it handled in the inbox
+        (also when handling failed: an error a retry would not fix is not tried again at
+        every start). Cancelled (roost stopping), it stays for the next start."""
         if before is not None:
             await asyncio.gather(before, return_exceptions=True)  # the chat's order
-        if inbound.is_private and await self._closed(msg.room_id):
-            return  # the room grew or opened while the message waited its turn
-        await self._handle(inbound, msg)
+        try:
+            # else the room grew or opened while the message waited its turn
+            if not (inbound.is_private and await self._closed(msg.room_id)):
+                await self._handle(inbound, msg)
+        finally:
+            if update_id is not None and not _cancelling():
+                await self._mark(update_id)
 
     # -- one message ---------------------------------------------------------------------------
 
@@ -546,6 +619,11 @@ class MatrixChannel:
             self._unstranger(msg.room_id)  # a known person's room (paired here, perhaps)
         elif tenant is None and final.kind in ("refusal", "silent"):
             await self._leave(msg.room_id, "stranger room", "")  # not paired meanwhile
+
+
+def _cancelling() -> bool:
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 def _report(task: asyncio.Task[None]) -> None:

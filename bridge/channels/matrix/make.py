@@ -8,12 +8,14 @@ only from here on: other commands never pay for it.
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from bridge.channels.common.shared import Cluster
 from bridge.channels.matrix.api import MatrixClient
 from bridge.channels.matrix.channel import MatrixChannel
+from bridge.channels.matrix.inbox import MatrixInbox
 from bridge.channels.matrix.media import Receiving
 from bridge.channels.matrix.outbox import MatrixOutbox
 from bridge.channels.matrix.reply import Speak, Undelivered
@@ -46,12 +48,13 @@ def make_matrix(
 ) -> Made:
     """The channel (start it: it syncs in a task) and the deliver for its outbox entries.
     `cluster` (instances sharing the account): only the holder of the account's sync
-    lease syncs; `owner` names this process on it."""
+    lease syncs; `owner` names this process on it and in the inbox (unique per start)."""
     if settings.homeserver is None or settings.user_id is None or settings.access_token is None:
         raise ConfigError("matrix.homeserver, matrix.user_id and matrix.access_token are required")
     if client is None:
         client = MatrixClient(settings.homeserver, settings.access_token.get_secret_value())
     store = MatrixStore(db, settings.user_id)
+    inbox = MatrixInbox(db, settings.user_id, owner or secrets.token_hex(6))
     lease = (
         Singleton(cluster.leases, f"matrix:sync:{settings.user_id}", owner, cluster.ttl_ms)
         if cluster is not None
@@ -69,5 +72,6 @@ def make_matrix(
         every_s=settings.edit_every_s,
         ignored=ignored,
         sync_lease=lease,
+        inbox=inbox,
     )
     return Made(channel, MatrixOutbox(channel.out, store))

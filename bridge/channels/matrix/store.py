@@ -1,11 +1,12 @@
 """What the Matrix channel keeps in roost.db (the Matrix migration's tables).
 
 `matrix_sync`: the sync token (`next_batch`) per bot account. It is stored
-only after every message of that sync batch was taken (handed to its
-chat's queue), so a restart resumes after them: nothing is answered twice,
-and nothing taken before the stop is lost unless the stop cut its answer
-off. `matrix_direct`: each person's direct room, the one they last wrote
-in (where `roost send --to matrix:@user:server` and outbox entries go).
+once the batch was taken, together with the messages to answer
+(`bridge.channels.matrix.inbox`, one transaction), so a restart resumes
+after them: nothing is answered twice, and a message not answered before a
+stop or a kill is answered by the next start. `matrix_direct`: each person's
+direct room, the one they last wrote in (where `roost send --to
+matrix:@user:server` and outbox entries go).
 
 The store runs on the `Database` protocol (`bridge.storage`, SQLite or
 PostgreSQL); every write is ONE statement (an upsert or a DELETE), never a
@@ -15,6 +16,12 @@ transaction held across an await.
 from __future__ import annotations
 
 from bridge.storage.protocol import Database
+
+SAVE_BATCH = (
+    "INSERT INTO matrix_sync (account, next_batch, updated_ms) VALUES (?, ?, ?)"
+    " ON CONFLICT (account) DO UPDATE SET next_batch = excluded.next_batch,"
+    " updated_ms = excluded.updated_ms"
+)
 
 
 class MatrixStore:
@@ -31,12 +38,7 @@ class MatrixStore:
         return str(value) if value is not None else None
 
     async def save_batch(self, token: str, now_ms: int) -> None:
-        await self.db.execute(
-            "INSERT INTO matrix_sync (account, next_batch, updated_ms) VALUES (?, ?, ?)"
-            " ON CONFLICT (account) DO UPDATE SET next_batch = excluded.next_batch,"
-            " updated_ms = excluded.updated_ms",
-            (self.account, token, now_ms),
-        )
+        await self.db.execute(SAVE_BATCH, (self.account, token, now_ms))
 
     async def direct(self, user_id: str) -> str | None:
         value = await self.db.fetch_value(
