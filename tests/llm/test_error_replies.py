@@ -81,11 +81,11 @@ async def test_failure_replies_name_no_internal_address(
 
 async def test_a_closed_port_cannot_be_reached(served: Any) -> None:
     _, roost_for = served
-    with socket.socket() as sock:
+    with socket.socket() as sock:  # bound, never listening: refused, and no one else gets it
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    roost = await roost_for(f"http://127.0.0.1:{port}/v1", max_retries=1)
-    final = await roost.core.handle(web_msg("hello", 1), None)
+        roost = await roost_for(f"http://127.0.0.1:{port}/v1", max_retries=1)
+        final = await roost.core.handle(web_msg("hello", 1), None)
     assert "cannot be reached" in final.text
     assert str(port) not in final.text and "127.0.0.1" not in final.text
 
