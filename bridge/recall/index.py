@@ -32,8 +32,9 @@ before; a conversation this object has not seen costs one upsert more, before it
 crash or a failing statement leaves both parts or neither: no message without its
 terms. The documents' terms are made before the transaction, on the caller's thread.
 `repair` (run once per tenant and process, before the first write) still finds the
-newest messages without terms by the counts (an index written before batches were one
-transaction) and adds them again; `drop_stale` removes terms of ids a retention prune
+newest messages without terms (an index written before batches were one transaction)
+by the counts, read in one statement (another instance's write between two reads looked
+like a crash), and adds them again; `drop_stale` removes terms of ids a retention prune
 cut off halfway left behind (the next batch's INSERT would reuse those ids: its
 transaction fails whole, the stale terms go, it is tried again).
 Texts arrive masked: `Indexer` (bridge.recall.indexer) is the one door in.
@@ -58,6 +59,7 @@ from bridge.storage.units import Unit
 from bridge.types.tenant_dirs import TenantDirs
 
 TEXT_INDEX = "recall"
+_COUNT = "SELECT count(*) FROM recall_messages WHERE tenant = ?"
 LEGACY_FILENAME = "index.sqlite"  # the file per tenant the index lived in before (moved)
 NEAR = 2000  # ids looked through on either side for a message's neighbours
 CHUNK = 500  # rows per statement (placeholders stay far below both backends' limits)
@@ -391,7 +393,8 @@ class RecallIndex:
         """Index the terms of the newest messages a crash left without (the counts differ);
         returns how many were added again. Run before this process's first write."""
         self.repaired = True
-        have, want = await self.text.count(), await self.count()
+        # one statement: another instance writing between two reads would look like a crash
+        have, want = await self.text.count_with(_COUNT, (self.tenant,))
         done, below = 0, None
         while have < want:
             where = "" if below is None else " AND m.id < ?"
@@ -410,7 +413,7 @@ class RecallIndex:
             )
             done += len(rows)
             below = int(rows[-1][0])
-            have = await self.text.count()
+            have, want = await self.text.count_with(_COUNT, (self.tenant,))
         return done
 
     async def delete_before(self, cutoff_ms: int) -> int:
@@ -496,9 +499,7 @@ class RecallIndex:
         return await self.text.search(terms, limit, min_doc=min_doc)
 
     async def count(self) -> int:
-        got = await self.db.fetch_value(
-            "SELECT count(*) FROM recall_messages WHERE tenant = ?", (self.tenant,)
-        )
+        got = await self.db.fetch_value(_COUNT, (self.tenant,))
         return int(got or 0)
 
     async def text_bytes(self) -> int:

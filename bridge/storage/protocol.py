@@ -94,6 +94,12 @@ class TextIndex(Protocol):
 
     async def count(self) -> int: ...
 
+    async def count_with(self, sql: str, params: Sequence[object]) -> tuple[int, int]:
+        """(the documents, the value of `sql`: a scalar query with `?` placeholders) read
+        in ONE statement, so from one snapshot: two reads would let another process's
+        write land between them (a table's rows counted against the documents)."""
+        ...
+
     async def drop(self) -> None:
         """Remove the tenant's whole index (forget)."""
         ...

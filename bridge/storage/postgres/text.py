@@ -140,6 +140,15 @@ class PostgresTextIndex:
         )
         return int(got or 0)
 
+    async def count_with(self, sql: str, params: Sequence[object]) -> tuple[int, int]:
+        row = await self._db.fetch_one(
+            "SELECT coalesce((SELECT docs FROM storage_fts_stats WHERE name = ? AND tenant = ?), "
+            f"0), ({sql})",
+            (self.name, self.tenant, *params),
+        )
+        docs, value = row if row is not None else (0, 0)
+        return int(docs), int(value or 0)
+
     async def drop(self) -> None:
         async with self._db.transaction():
             where = "WHERE name = :name AND tenant = :tenant"

@@ -345,6 +345,23 @@ class SqliteTextIndex:
     async def count(self) -> int:
         return await self._read_stats(lambda _conn, _key, docs, _tokens: docs, 0)
 
+    async def count_with(self, sql: str, params: Sequence[object]) -> tuple[int, int]:
+        both = (
+            "SELECT coalesce((SELECT docs FROM storage_fts_stats WHERE name = ? AND tenant = ?), "
+            f"0), ({sql})"
+        )
+
+        def job(conn: sqlite3.Connection) -> tuple[int, int]:
+            try:
+                docs, value = conn.execute(both, (self.name, self.tenant, *params)).fetchone()
+            except sqlite3.OperationalError as exc:
+                if _missing(exc):  # not migrated: nothing was ever written
+                    return 0, 0
+                raise
+            return int(docs), int(value or 0)
+
+        return await self._db.read(job)
+
     async def drop(self) -> None:
         def drop(conn: sqlite3.Connection) -> None:
             key = self._key(conn)
