@@ -1,7 +1,10 @@
 """The markers of unfinished `roost forget` runs, and the check that bars their tenants.
 
 `$ROOST_HOME/forgetting/<tid>.json` stands while a tenant is being forgotten
-(`bridge.app.forgetting` writes and removes it). The daemon's access check
+(`bridge.app.forgetting` writes and removes it). `roost forget` writes it
+holding the home lock exclusively, so never under a running daemon: a daemon
+meets a marker an interrupted run left, from its start until a re-run (with
+the daemon stopped again) finishes it. The daemon's access check
 asks on every message (`ForgetMarks.barred`; `forgetting()` for a process
 without the daemon's file cache) and `roost doctor` lists `pending()`; a module
 of its own so that they need not import the export and deletion code.
@@ -9,8 +12,8 @@ of its own so that they need not import the export and deletion code.
 `ForgetMarks` answers through the daemon's watched `FileCache`: a missing
 marker is vouched for by the entries generation of `forgetting/` (inotify), so
 while nothing was created, removed or renamed there the check costs one look at
-the inotify queue and no `stat`. A marker written by any process (`roost
-forget`, atomically: a rename into `forgetting/`) queues its event before the
+the inotify queue and no `stat`. A marker written by any other process
+(atomically: a rename into `forgetting/`) queues its event before the
 rename returns, so the next message is refused, as with the `stat`. Without a
 watch, or when `forgetting/` cannot be watched, the cache makes the `stat`.
 """

@@ -1,7 +1,10 @@
 """`roost forget`, resumable: a durable marker first, idempotent steps, a re-run finishes it.
 
-`forget_tenant` writes `$ROOST_HOME/forgetting/<tid>.json` (atomic, fsynced)
-before it deletes anything, then: through the `Database` every store uses
+`forget_tenant` runs with no daemon on the home (`roost forget` holds the home
+lock exclusively: what a daemon had queued or in flight, a recall batch or a
+turn's end, would be written after the deletion). It writes
+`$ROOST_HOME/forgetting/<tid>.json` (atomic, fsynced) before it deletes
+anything, then: through the `Database` every store uses
 (roost.db, or PostgreSQL with `[database] url`), every row keyed by the tenant
 and its text indexes (one transaction: `storage.tenants.forget`), the tenant's
 tree `tenants/<tid>/` and its files under `mcp/`; then the `data.forgotten`

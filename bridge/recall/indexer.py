@@ -147,12 +147,6 @@ class Indexer:
                 self._open[dirs.tenant] = found
             return found
 
-    def forget(self, dirs: TenantDirs) -> None:
-        """Drop what is kept of the tenant and its queued exchanges (before its rows go)."""
-        self._open.pop(dirs.tenant, None)
-        self._pruned.pop(dirs.tenant, None)
-        self._queue = [e for e in self._queue if e[0].tenant != dirs.tenant]
-
     async def unindex(
         self, dirs: TenantDirs, channel: str, chat: str, started: float, archived: float
     ) -> int:

@@ -3,7 +3,10 @@
 A table belongs to tenants when it has a `tenant` column; the engine's own
 tables (`storage_*`) are left out of the export (they are derived or
 bookkeeping). `forget` deletes a tenant's rows of every such table and its
-text indexes in one transaction.
+text indexes in one transaction. It must run with no writer of the tenant
+beside it: what a daemon had queued or in flight (a recall batch, a turn's end)
+would be written after the transaction. `roost forget` (the one caller) holds
+the home lock exclusively for it, so no daemon runs meanwhile.
 """
 
 from __future__ import annotations

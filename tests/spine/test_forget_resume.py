@@ -5,8 +5,9 @@ The kill lands at a known point: the test holds roost.db's write lock, so
 `roost forget` has written its marker and waits for the database when it is
 killed (kill -9, as a crash or the OOM killer would). Its files, memory and
 rows are all still there then. The real daemon must refuse the tenant on the
-web (its page token) and in the terminal (`roost send`), `roost doctor` must
-FAIL with the fix, and the second `roost forget` must finish the job.
+web (its page token) and in the terminal (`roost send`), a `roost forget`
+while it runs must be refused (the home lock) and delete nothing, `roost doctor`
+must FAIL with the fix, and the second `roost forget` must finish the job.
 """
 
 from __future__ import annotations
@@ -85,6 +86,11 @@ async def test_an_interrupted_forget_serves_nothing_and_a_rerun_finishes_it(
                     assert response.status == 401, path
             async with http.post("/api/chat", json={"text": "hi"}, headers=page) as response:
                 assert response.status == 401
+        # no re-run under a running daemon (it holds the home lock): what it had queued or in
+        # flight could be written after the deletion
+        code, _, err = await run(["forget", "--tenant", "bob", "--yes"], env)
+        assert code == 1 and "stop it first" in err and "Nothing was deleted" in err
+        assert any("bob likes tea" in p.read_text() for p in memory.glob("*.md"))
     finally:
         await daemon.stop()
 
