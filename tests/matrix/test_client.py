@@ -22,6 +22,8 @@ from aiohttp import web
 from bridge.channels.common.retry import Backoff
 from bridge.channels.matrix.api import MatrixClient, MatrixError
 from bridge.channels.matrix.channel import MatrixChannel
+from bridge.channels.matrix.events import Message
+from bridge.channels.matrix.inbox import MatrixInbox
 from bridge.channels.matrix.store import MatrixStore
 from bridge.types.messages import Final, Inbound, Reply
 from tests.schedule.database import database_of
@@ -40,6 +42,7 @@ class Homeserver:
         self.sync_timeouts: list[str] = []  # each sync's `timeout` (ms), as asked
         self.quiet = asyncio.Event()  # set: a long-poll ends (nothing new was said)
         self.other: list[str] = []  # any other request's raw path
+        self.rooms = False  # True: answer a room's members and state (a private room of two)
         app = web.Application()
         app.router.add_put("/_matrix/client/v3/rooms/{room}/send/{kind}/{txn}", self._send)
         app.router.add_get("/_matrix/client/v3/sync", self._sync)
@@ -71,6 +74,13 @@ class Homeserver:
 
     async def _other(self, request: web.Request) -> web.Response:
         self.other.append(request.raw_path)
+        if "/rooms/" in request.path and self.rooms:  # a direct room of two, private
+            if self.script:  # the homeserver is down while failures are scripted
+                return web.json_response({"errcode": "M_UNKNOWN", "error": "down"}, status=502)
+            if request.path.endswith("/members"):
+                joined = {"content": {"membership": "join"}}
+                return web.json_response({"chunk": [joined, joined]})
+            return web.json_response({"errcode": "M_NOT_FOUND", "error": "-"}, status=404)
         return web.Response(body=b"file bytes")
 
     async def _sync(self, request: web.Request) -> web.Response:
@@ -197,3 +207,37 @@ async def test_a_restarted_bot_is_connected_at_once_not_after_a_quiet_long_poll(
         finally:
             await channel.stop()
         assert await store.next_batch() == "s1"
+
+
+async def test_what_a_killed_run_left_is_answered_once_the_homeserver_is_back(
+    hs: Homeserver, tmp_path: Any
+) -> None:
+    """A message the previous run took and never answered waits in the inbox; this run
+    starts while the homeserver is down (the room cannot be checked): the message is
+    answered once it is back, not dropped as a room that cannot be checked."""
+    hs.rooms = True
+    hs.script = [(502, {"errcode": "M_UNKNOWN", "error": "down"})] * 2
+    said = Message("!dm:hs", "@alice:hs", "$e1", "m.text", "are you there?")
+    answered: list[str] = []
+
+    async def answer(inbound: Inbound, reply: Reply) -> Final:
+        answered.append(inbound.text)
+        return Final("yes")
+
+    async with database_of(tmp_path / "roost.db") as db:
+        store = MatrixStore(db, "@bot:hs")
+        await MatrixInbox(db, "@bot:hs", "killed").take([("@alice:hs", said)], "s0")
+        inbox = MatrixInbox(db, "@bot:hs", "restarted")
+        quick = Backoff(first_s=0.001, max_s=0.01, attempts=1 << 30)
+        client = MatrixClient(hs.url, "tok", backoff=Backoff(0.001, 0.01, 1))
+        channel = MatrixChannel(
+            client, store, answer, "@bot:hs", reconnect=quick, poll_ms=10, inbox=inbox
+        )
+        await channel.start()
+        try:
+            await asyncio.wait_for(channel.synced.wait(), WAIT_S)
+            await channel.idle()
+        finally:
+            await channel.stop()
+        assert answered == ["are you there?"]
+        assert await inbox.open_count() == 0

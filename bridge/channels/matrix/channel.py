@@ -11,7 +11,8 @@ stored in one transaction (`inbox.MatrixInbox`), then the messages are
 handed to their chat's queue (one chat's messages in order), each marked
 done in the inbox once handled: after a restart nothing is answered twice,
 and what a stopped or killed run left unanswered is answered first
-(`_recover`, before the first sync). A failed sync (the homeserver gone, 5xx, 429) is retried
+(`_recover`, once the run's first sync answered: a homeserver still away
+at start is waited out, not taken for rooms that cannot be checked). A failed sync (the homeserver gone, 5xx, 429) is retried
 with backoff (the server's `retry_after_ms` honoured) until it answers
 again: a lost homeserver is reconnected, and `connected` says which.
 With instances sharing the account (PostgreSQL, `sync_lease`), only the
@@ -256,9 +257,9 @@ class MatrixChannel:
 
     async def _run(self) -> None:
         since = await self._token()
-        await self._recover()
         failures = 0
         caught_up = False  # the run's first sync returns at once: connected, what is pending
+        recovered = False  # what an earlier run left: once the homeserver answers
         while True:
             try:
                 wait_ms = self._poll_ms if since and caught_up else 0
@@ -277,6 +278,9 @@ class MatrixChannel:
                 self._ignore("malformed sync", 1)
                 await asyncio.sleep(self._reconnect.first_s)
                 continue
+            if not recovered:  # before the batch's new messages: each chat in its order
+                await self._recover()
+                recovered = True
             await self._take(batch, history=since is None)
             since, caught_up = batch.next_batch, True
             self.batches += 1
