@@ -12,9 +12,10 @@ handed to their chat's queue (one chat's messages in order), each marked
 done in the inbox once handled: after a restart nothing is answered twice,
 and what a stopped or killed run left unanswered is answered first
 (`_recover`, once the run's first sync answered: a homeserver still away
-at start is waited out, not taken for rooms that cannot be checked). A failed sync (the homeserver gone, 5xx, 429) is retried
-with backoff (the server's `retry_after_ms` honoured) until it answers
-again: a lost homeserver is reconnected, and `connected` says which.
+at start is waited out, not taken for rooms that cannot be checked). A
+failed sync (the homeserver gone, 5xx, 429) is retried with backoff (the
+server's `retry_after_ms` honoured) until it answers again: a lost
+homeserver is reconnected, and `connected` says which.
 With instances sharing the account (PostgreSQL, `sync_lease`), only the
 holder of the lease `matrix:sync:<account>` syncs; the others wait in
 standby and one takes over, from the stored token, at a clean stop at once
