@@ -47,7 +47,10 @@ recall, the A/B of what the index costs a turn; `--callgrind`: instructions per 
 instead, one at a time and `--clients` at once, every thread, counted by valgrind's
 callgrind in a child process over the measured turns only (after warm turns, toggled by
 `callgrind_control`): the one figure the host's load does not move, for an A/B of two
-trees on a shared machine). Also printed:
+trees on a shared machine; with `--http-only`, of a server answering `POST /api/chat`
+instead: the roost server (zero-latency model), the web channel alone and the bare
+aiohttp echo, each under valgrind in turn, the clients here posting over TCP and left
+uncounted: what HTTP, the web channel and the turn cost the server). Also printed:
 CPU per turn (`time.process_time`, every thread of the process: the audit
 writer's too, then split by thread: the loop, the audit writer, the head's sync,
 the database's writer and readers, with each thread's context switches per turn:
@@ -809,7 +812,11 @@ def serve_echo(port_q: Any) -> None:
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0)
         await site.start()
-        port_q.put(site._server.sockets[0].getsockname()[1])  # type: ignore[union-attr]
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        if port_q is None:  # under callgrind (`http_instructions`): the port on stdout
+            print(port, flush=True)
+        else:
+            port_q.put(port)
         await asyncio.Event().wait()
 
     asyncio.run(main())
@@ -833,7 +840,10 @@ def serve_roost(
         )
         ServerMeter(getattr(roost.database, "_writer", None)).mount(channel.app)
         await channel.start()
-        port_q.put(channel.port)
+        if port_q is None:  # under callgrind (`http_instructions`): the port on stdout
+            print(channel.port, flush=True)
+        else:
+            port_q.put(channel.port)
         await asyncio.Event().wait()
 
     asyncio.run(main())
@@ -853,7 +863,10 @@ def serve_channel(port_q: Any) -> None:
         channel = WebChannel(handle, list, TOKEN, "127.0.0.1", 0, limits=LIMITS)
         ServerMeter().mount(channel.app)
         await channel.start()
-        port_q.put(channel.port)
+        if port_q is None:  # under callgrind (`http_instructions`): the port on stdout
+            print(channel.port, flush=True)
+        else:
+            port_q.put(channel.port)
         await asyncio.Event().wait()
 
     asyncio.run(main())
@@ -1046,14 +1059,27 @@ def main() -> None:
         "--callgrind",
         action="store_true",
         help="instructions per turn under valgrind's callgrind (one at a time, --clients at"
-        " once), nothing else",
+        " once), nothing else; with --http-only: of a roost server answering POST /api/chat",
     )
     parser.add_argument("--under-callgrind", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--serve-under-callgrind", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.quick:
         args.turns, args.seconds = 300, 0.5
     if args.under_callgrind:
         asyncio.run(counted_turns(args.turns, args.clients, args.recall == "on", args.python_gc))
+        return
+    if args.serve_under_callgrind == "channel":
+        serve_channel(None)
+        return
+    if args.serve_under_callgrind == "echo":
+        serve_echo(None)
+        return
+    if args.serve_under_callgrind:
+        serve_roost(None, args.serve_under_callgrind, None, args.inline_writes, not args.python_gc)
+        return
+    if args.callgrind and args.http_only:
+        http_instructions(args.turns, args.clients, args.inline_writes, args.python_gc)
         return
     if args.callgrind:
         instructions(args.turns, args.clients, args.recall == "on", args.python_gc)
@@ -1088,6 +1114,80 @@ def instructions(turns: int, clients: int, recall: bool, python_gc: bool = False
             assert found is not None, "no totals in the callgrind dump"
             per = int(found.group(1)) / count
             print(f"instructions per turn (callgrind, every thread), {label}: {per / 1e6:.3f} M")
+
+
+def http_instructions(turns: int, clients: int, inline_writes: str, python_gc: bool) -> None:
+    """`server_instructions` of the roost server (zero-latency model), of the web channel
+    alone (over a `handle` that answers at once) and of the bare aiohttp echo."""
+    for kind in ("roost", "channel", "echo"):
+        server_instructions(kind, turns, clients, inline_writes, python_gc)
+
+
+def server_instructions(
+    kind: str, turns: int, clients: int, inline_writes: str, python_gc: bool
+) -> None:
+    """Instructions per turn of a roost server (zero-latency model) answering `POST
+    /api/chat`, every thread of its process, under callgrind: the server runs under
+    valgrind (`--instr-atstart=no`), the clients here post `turns` turns one at a time,
+    then `clients` at once (`Poster`, plain HTTP/1.1 over TCP), each part counted alone
+    (`callgrind_control` zeroes, instruments and dumps the server around it, after warm
+    turns): what HTTP, the web channel and the turn cost the server, a figure the host's
+    load does not move (the clients' own instructions are not in it)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out, home = Path(tmp) / "cg.out", Path(tmp) / "home"
+        home.mkdir()
+        cmd = [
+            "valgrind", "--tool=callgrind", "--instr-atstart=no",
+            f"--callgrind-out-file={out}", sys.executable, "-m", "bench.turn",
+            "--serve-under-callgrind", str(home) if kind == "roost" else kind,
+            "--inline-writes", inline_writes,
+            *(["--python-gc"] if python_gc else []),
+        ]  # fmt: skip
+        env = {**os.environ, "PYTHONHASHSEED": "0"}
+        server = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            assert server.stdout is not None
+            port = int(server.stdout.readline())
+
+            def control(*command: str) -> None:
+                argv = ["callgrind_control", *command, str(server.pid)]
+                subprocess.run(argv, check=True, capture_output=True)
+
+            asyncio.run(posted(port, 10, min(200, turns), "warm"))
+            for n, (label, count) in enumerate(_parts(turns, clients), 1):
+                control("--zero")
+                control("--instr=on")
+                asyncio.run(posted(port, 1 if n == 1 else clients, count, label))
+                control("--instr=off")
+                control("--dump")
+                dump = Path(f"{out}.{n}").read_text()
+                found = re.search(r"^totals: (\d+)", dump, re.M)
+                assert found is not None, "no totals in the callgrind dump"
+                per = int(found.group(1)) / count
+                print(
+                    f"instructions per turn of the {kind} server (callgrind, every thread,"
+                    f" POST /api/chat), {label}: {per / 1e6:.3f} M"
+                )
+        finally:
+            server.terminate()
+            server.wait(30)
+
+
+async def posted(port: int, clients: int, turns: int, label: str) -> None:
+    """`turns` turns posted to `port` by `clients` clients at once (`Poster`), each its own
+    chat."""
+    each = max(1, turns // clients)
+
+    async def client(i: int) -> None:
+        poster = Poster(port)
+        try:
+            for n in range(each):
+                body = await poster.post({"text": f"{label} {n}", "chat": f"cg{i}"})
+                assert body["reply"].startswith("echo:"), body
+        finally:
+            await poster.close()
+
+    await asyncio.gather(*(client(i) for i in range(clients)))
 
 
 def _parts(turns: int, clients: int) -> list[tuple[str, int]]:
