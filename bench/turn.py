@@ -823,12 +823,19 @@ def serve_echo(port_q: Any) -> None:
 
 
 def serve_roost(
-    port_q: Any, home: str, model_url: str | None, inline_writes: str = "on", freeze: bool = True
+    port_q: Any,
+    home: str,
+    model_url: str | None,
+    inline_writes: str = "on",
+    freeze: bool = True,
+    recall: bool = True,
 ) -> None:
     async def main() -> None:
         from bridge.channels.web.channel import WebChannel
 
         extra = {"ROOST_WEB__TOKEN": TOKEN}
+        if not recall:  # the A/B of what the recall index costs a turn
+            extra["ROOST_RECALL__ENABLED"] = "false"
         if model_url:
             extra |= {"ROOST_LLM__BASE_URL": model_url, "ROOST_LLM__MODEL": "m"}
         settings = isolated_settings(Path(home), **extra)
@@ -1019,8 +1026,8 @@ def main() -> None:
         "--recall",
         choices=("on", "off"),
         default="on",
-        help="in process: every exchange indexed for recall (on, as roost runs) or not"
-        " (off: the A/B of what the index costs a turn)",
+        help="in process and in the roost servers over HTTP: every exchange indexed"
+        " for recall (on, as roost runs) or not (off: the A/B of what the index costs a turn)",
     )
     parser.add_argument(
         "--inline-writes",
@@ -1076,10 +1083,14 @@ def main() -> None:
         serve_echo(None)
         return
     if args.serve_under_callgrind:
-        serve_roost(None, args.serve_under_callgrind, None, args.inline_writes, not args.python_gc)
+        recall = args.recall == "on"
+        home, inline = args.serve_under_callgrind, args.inline_writes
+        serve_roost(None, home, None, inline, not args.python_gc, recall)
         return
     if args.callgrind and args.http_only:
-        http_instructions(args.turns, args.clients, args.inline_writes, args.python_gc)
+        http_instructions(
+            args.turns, args.clients, args.inline_writes, args.python_gc, args.recall == "on"
+        )
         return
     if args.callgrind:
         instructions(args.turns, args.clients, args.recall == "on", args.python_gc)
@@ -1116,15 +1127,17 @@ def instructions(turns: int, clients: int, recall: bool, python_gc: bool = False
             print(f"instructions per turn (callgrind, every thread), {label}: {per / 1e6:.3f} M")
 
 
-def http_instructions(turns: int, clients: int, inline_writes: str, python_gc: bool) -> None:
+def http_instructions(
+    turns: int, clients: int, inline_writes: str, python_gc: bool, recall: bool
+) -> None:
     """`server_instructions` of the roost server (zero-latency model), of the web channel
     alone (over a `handle` that answers at once) and of the bare aiohttp echo."""
     for kind in ("roost", "channel", "echo"):
-        server_instructions(kind, turns, clients, inline_writes, python_gc)
+        server_instructions(kind, turns, clients, inline_writes, python_gc, recall)
 
 
 def server_instructions(
-    kind: str, turns: int, clients: int, inline_writes: str, python_gc: bool
+    kind: str, turns: int, clients: int, inline_writes: str, python_gc: bool, recall: bool
 ) -> None:
     """Instructions per turn of a roost server (zero-latency model) answering `POST
     /api/chat`, every thread of its process, under callgrind: the server runs under
@@ -1140,7 +1153,7 @@ def server_instructions(
             "valgrind", "--tool=callgrind", "--instr-atstart=no",
             f"--callgrind-out-file={out}", sys.executable, "-m", "bench.turn",
             "--serve-under-callgrind", str(home) if kind == "roost" else kind,
-            "--inline-writes", inline_writes,
+            "--inline-writes", inline_writes, "--recall", "on" if recall else "off",
             *(["--python-gc"] if python_gc else []),
         ]  # fmt: skip
         env = {**os.environ, "PYTHONHASHSEED": "0"}
@@ -1265,9 +1278,10 @@ def over_http(args: argparse.Namespace, points: list[int], together: float | Non
         procs = []
         echo_proc, echo_port = start(serve_echo)
         chan_proc, chan_port = start(serve_channel)
-        roost_proc, roost_port = start(serve_roost, tmp1, None, inline, not args.python_gc)
+        freeze, recall = not args.python_gc, args.recall == "on"
+        roost_proc, roost_port = start(serve_roost, tmp1, None, inline, freeze, recall)
         model_proc, model_url = start(serve_fake_model)
-        http_proc, http_port = start(serve_roost, tmp2, model_url, inline, not args.python_gc)
+        http_proc, http_port = start(serve_roost, tmp2, model_url, inline, freeze, recall)
         procs += [echo_proc, chan_proc, roost_proc, model_proc, http_proc]
         try:
             for port in (roost_port, http_port):  # warm: tenant made, caches filled
