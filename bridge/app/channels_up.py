@@ -229,6 +229,7 @@ def telegram_channel(settings: Settings, roost: Roost, made: Mapping[str, Launch
         raise ConfigError("telegram.mode 'webhook' needs the web server (web.enabled = true)")
     from bridge.app.reload import OnReload
     from bridge.channels.telegram.channel import TelegramChannel, TelegramOptions
+    from bridge.channels.telegram.health import Backoff
     from bridge.channels.telegram.inbox import UpdateInbox
     from bridge.channels.web.channel import WebChannel
 
@@ -239,7 +240,7 @@ def telegram_channel(settings: Settings, roost: Roost, made: Mapping[str, Launch
         settings.telegram,
         roost.core.answer,
         roost.command_list,
-        TelegramOptions(),
+        TelegramOptions(reconnect=Backoff(first_s=settings.telegram.reconnect_first_s)),
         undelivered=undelivered_hook(roost),
         send_failed=roost.metrics.telegram_failed,
         voice_inbox=roost.voice.gate("telegram"),

@@ -233,6 +233,9 @@ class TelegramSettings(_Section):
     # a message that reaches roost later than this after it was sent (roost was down) is not
     # answered; the person is told (bridge/channels/telegram/replay.py)
     answer_max_age_s: int = Field(86_400, ge=60)
+    # the first wait before Telegram is tried again after a failed start; each further try
+    # waits twice as long, up to 5 minutes, with jitter (bridge/channels/telegram/health.py)
+    reconnect_first_s: float = Field(1.0, ge=0.01, le=60.0)
 
     @field_validator("api_base_url")
     @classmethod

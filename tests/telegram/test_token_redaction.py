@@ -81,17 +81,24 @@ def test_the_base_url_rule_in_config() -> None:
             load_settings(telegram={"api_base_url": bad})
 
 
+def test_the_reconnect_back_off_in_config() -> None:
+    assert load_settings().telegram.reconnect_first_s == 1.0
+    assert load_settings(telegram={"reconnect_first_s": 0.05}).telegram.reconnect_first_s == 0.05
+    for bad in (0, -1, 61):
+        with pytest.raises(ConfigError, match=r"telegram\.reconnect_first_s"):
+            load_settings(telegram={"reconnect_first_s": bad})
+
+
 @pytest.mark.parametrize("token", TOKENS)
 async def test_the_daemon_never_prints_the_token(home: Path, token: str) -> None:
     """Warnings (retries), httpx debug lines and the status lines of a daemon
-    whose Bot API answers 500 (and 502 for the real-format token) and 401 before it works.
-    Each failure doubles the daemon's real back-off (1, 2, 4 s), so the 502 is tried once."""
+    whose Bot API answers 500, 502 and 401 before it works. The daemon's back-off
+    starts at `[telegram] reconnect_first_s` (here 0.05 s: 0.05, 0.1, 0.2 s, halved by
+    jitter at most) instead of its default 1 s."""
     failures = [Failure.server_error(), Failure.bad_gateway(), Failure.unauthorized()]
-    if token != TOKEN:
-        del failures[1]
     async with FakeBotAPI(token) as fake:
         fake.fail("getMe", *failures)
-        env = env_for(home, token, fake.base_url)
+        env = env_for(home, token, fake.base_url, ROOST_TELEGRAM__RECONNECT_FIRST_S="0.05")
         code, logs = await run_daemon(env, lambda: fake.wait_call("getUpdates", limit_s=HANG_S))
         assert len(fake.calls_of("getMe")) == len(failures) + 1
     assert code == 0, logs
