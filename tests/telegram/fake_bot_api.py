@@ -237,8 +237,11 @@ class FakeBotAPI:
     # -- scripting ---------------------------------------------------------------------------
 
     def fail(self, method: str, *failures: Failure) -> None:
-        """The next calls of `method` fail with these, in order."""
+        """The next calls of `method` fail with these, in order; a getUpdates long poll
+        still open ends with the first of them now (Telegram ends an open long poll with
+        409 when another one comes), not after its timeout."""
         self._failures[method].extend(failures)
+        self._notify()
 
     def heal(self, method: str) -> None:
         """Forget the failures still queued for `method`."""
@@ -512,12 +515,17 @@ class FakeBotAPI:
             self.updates = [u for u in self.updates if u["update_id"] >= offset]
 
         def ready() -> bool:
-            return bool(self.updates) or self._closing
+            return bool(self.updates) or self._closing or bool(self._failures.get("getUpdates"))
 
         if not ready() and timeout > 0:
             with contextlib.suppress(TimeoutError):
                 await self.wait_until(ready, timeout)
-        return [] if self._closing else self.updates[:limit]
+        if self._closing:
+            return []
+        queued = self._failures.get("getUpdates")
+        if queued:  # scripted while this poll was open
+            raise ApiError(queued.popleft())
+        return self.updates[:limit]
 
     async def _m_sendMessage(self, p: dict[str, Any]) -> dict[str, Any]:
         chat_id = int(p["chat_id"])

@@ -4,6 +4,7 @@ back by itself; the backoff and the state lines as pure functions."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from pathlib import Path
 
@@ -15,6 +16,9 @@ from tests.telegram.conftest import ALICE, FAST, running, tg_settings
 from tests.telegram.fake_bot_api import Failure, FakeBotAPI
 
 BACK = "after the storm"
+# python-telegram-bot retries a failed poll after 1 s, then 1.5 s, ...; from 1.5 times the
+# poll interval when there is one: 0.015 s, then 0.0225 s, ...
+RETRY_FAST = dataclasses.replace(FAST, poll_interval_s=0.01)
 
 CONFLICT = Failure(
     409, "Conflict: terminated by other getUpdates request; make sure that only one bot is running"
@@ -47,7 +51,7 @@ async def test_polling_failures_are_reported_once_and_recovered(
 ) -> None:
     backend = ScriptedBackend(BACK)
     with caplog.at_level(logging.INFO):
-        async with running(tg_settings(home, fake), fake, backend, FAST) as t:
+        async with running(tg_settings(home, fake), fake, backend, RETRY_FAST) as t:
             await fake.wait_call("getUpdates")
             assert t.channel.status_line() == "telegram: up (@roost_test_bot, polling)"
             fake.fail("getUpdates", *failures)
@@ -55,9 +59,10 @@ async def test_polling_failures_are_reported_once_and_recovered(
             await fake.wait_until(lambda: t.channel.connection.health.state == "reconnecting")
             line = t.channel.status_line()
             assert line.startswith(f"telegram: reconnecting, last error: {says}"), line
+            # sent while polling fails: the first good poll answers at once with it
+            fake.push_text(ALICE, "are you back?")
             await fake.wait_until(lambda: len(fake.calls_of("getUpdates")) >= polls + 3)
             await fake.wait_until(lambda: t.channel.connection.health.state == "up")
-            fake.push_text(ALICE, "are you back?")
             # under load the answer may show as a draft first ("after the storm …")
             await fake.wait_until(lambda: [m.text for m in fake.sent_to(ALICE)] == [BACK])
     said = [w for w in warnings_of(caplog) if says in w]

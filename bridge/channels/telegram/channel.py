@@ -116,6 +116,10 @@ class TelegramOptions:
     # Bot API calls in flight at once (the bot's pooled HTTP connections; see the module)
     connections: int = 8
     reconnect: Backoff = field(default_factory=Backoff)  # retries of a failed start
+    # python-telegram-bot's poll_interval: a wait after each getUpdates answer; its retries of
+    # a failed poll wait 1 s, then 1.5 times longer each (up to 30 s), but start from 1.5
+    # times this when it is above 0 (tests: 0.01)
+    poll_interval_s: float = 0.0
     stop_grace_s: float = 10.0
     timer: Timer = field(default_factory=LoopTimer)  # when typing and drafts start (tests fire it)
 
@@ -270,6 +274,7 @@ class TelegramChannel:
         assert self.app.updater is not None
         await self.app.updater.start_polling(
             timeout=int(self._opts.poll_timeout_s),
+            poll_interval=self._opts.poll_interval_s,
             allowed_updates=ALLOWED_UPDATES,
             error_callback=self.connection.polling_failed,
         )
