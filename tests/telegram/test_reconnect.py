@@ -94,6 +94,7 @@ async def launch(home: Path, model: FakeOpenAI) -> AsyncIterator[object]:
             ROOST_LLM__API_KEY=KEY,
             ROOST_LLM__MODEL="m1",
             ROOST_LOG_LEVEL="INFO",
+            ROOST_TELEGRAM__RECONNECT_FIRST_S="0.05",  # retries after 0.05, 0.1, 0.2 s, ...
         )
         proc = await asyncio.create_subprocess_exec(
             *ROOST,
