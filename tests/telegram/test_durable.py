@@ -11,6 +11,7 @@ tests/telegram/test_durable_daemon.py.)
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import sqlite3
 import time
@@ -25,7 +26,7 @@ from bridge.channels.web.channel import WebChannel
 from bridge.core.commands import Command, CommandContext
 from bridge.core.config import Settings, load_settings
 from bridge.types.messages import Final, OutFile
-from tests.telegram.conftest import ALICE, GROUP, TOKEN, tg_settings
+from tests.telegram.conftest import ALICE, GROUP, NO_DRAFTS, TOKEN, tg_settings
 from tests.telegram.durable import Gate, durable, inbox_rows, outbox_rows, until
 from tests.telegram.fake_bot_api import FakeBotAPI
 
@@ -201,7 +202,10 @@ async def test_updates_that_a_full_disk_cannot_store_are_logged_once_as_such(
         return await store(self, *args, **kwargs)
 
     caplog.set_level(logging.INFO, logger="bridge.channels.telegram")
-    async with durable(tg_settings(home, fake), fake, Gate(is_open=True)):
+    # python-telegram-bot retries a failed poll after 1 s, then 1.5 s, ...; from 1.5 times
+    # the poll interval when there is one: 0.015 s, then 0.0225 s, ...
+    options = dataclasses.replace(NO_DRAFTS, poll_interval_s=0.01)
+    async with durable(tg_settings(home, fake), fake, Gate(is_open=True), options=options):
         monkeypatch.setattr(UpdateInbox, "store", no_room)
         before = len(fake.calls_of("getUpdates"))
         fake.push_text(ALICE, "hello on a full disk")
