@@ -77,7 +77,8 @@ async def test_the_daemon_serves_telegram_without_logging_the_token(
     proc = await asyncio.create_subprocess_exec(
         *ROOST,
         "serve",
-        env=daemon_env(home, fake),
+        # the failed getMe is tried again after 0.05 s or less, not up to 1 s
+        env=daemon_env(home, fake) | {"ROOST_TELEGRAM__RECONNECT_FIRST_S": "0.05"},
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
