@@ -526,7 +526,13 @@ def lend_socket() -> tuple[socket.socket, socket.socket]:
     return mine, theirs
 
 
-def helper_argv(layers: Layers, warm: bool, slices: bool, children: int | None) -> list[str]:
+def helper_argv(
+    layers: Layers,
+    warm: bool,
+    slices: bool,
+    children: int | None,
+    zygote_wait_s: float | None = None,
+) -> list[str]:
     """A helper's command line after the project root, but for its answer socket
     (forge.worker.arguments)."""
     argv = [json.dumps(asdict(layers))] if layers.switched_off() else []
@@ -536,6 +542,8 @@ def helper_argv(layers: Layers, warm: bool, slices: bool, children: int | None) 
         argv.append("default-slices")
     if children is not None:
         argv.append(f"children={children:d}")
+    if zygote_wait_s is not None:
+        argv.append(f"zygote-wait={zygote_wait_s!r}")
     return argv
 
 
@@ -548,6 +556,7 @@ async def start_helper(
     warm: bool = True,
     slices: bool = True,
     children: int | None = None,
+    zygote_wait_s: float | None = None,
 ) -> tuple[HelperProcess, Hello]:
     """A new helper running with `layers` (its command line; none switched off: no
     argument) and its `Hello`; RuntimeError when it fails to start. `direct`: give
@@ -555,8 +564,9 @@ async def start_helper(
     waiting children do not warm their call's path; `slices` False: the helper and
     the child handed a call keep the default time slice (both for measurements
     only; forge.confine.sched). `children`: how many children it forks ahead of
-    demand (None: forge.child_pool's default)."""
-    extra = helper_argv(layers, warm, slices, children)
+    demand (None: forge.child_pool's default). `zygote_wait_s`: how long its zygote
+    may stay silent while calls wait before it retires (None: forge.worker's default)."""
+    extra = helper_argv(layers, warm, slices, children, zygote_wait_s)
     mine, theirs = answer_socket() if direct else (None, None)
     lend, lend_theirs = lend_socket() if direct else (None, None)
     passed: tuple[int, ...] = ()

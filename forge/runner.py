@@ -150,6 +150,7 @@ class SandboxRunner:
         short_slices: bool = True,
         idle_children: int | None = None,
         fork_helpers: bool = True,
+        zygote_wait_s: float | None = None,
     ) -> None:
         """`layers_for_tests`: layers to switch off, for the layer tests only (None, the
         default, runs every layer; the helper takes them on its command line, so no
@@ -166,7 +167,9 @@ class SandboxRunner:
         forks ahead of demand (None: forge.child_pool.IDLE_CHILDREN); each costs
         its preparation's copied pages while it waits. `fork_helpers` False: every
         helper is exec'd, none forked from the template (each then has an address
-        layout of its own; docs/security.md)."""
+        layout of its own; docs/security.md). `zygote_wait_s`: how long a helper's
+        zygote may stay silent while calls wait on it before that helper retires
+        (None: forge.worker.ZYGOTE_WAIT_S, 3 s; shorter for tests that stop it)."""
         self.default_timeout_s = default_timeout_s
         self.max_output = max_output
         self.limits = limits or Limits()
@@ -188,6 +191,7 @@ class SandboxRunner:
         self._warm = warm_children
         self._slices = short_slices
         self._children = idle_children
+        self._zygote_wait_s = zygote_wait_s
         self._template = HelperTemplate(python) if fork_helpers else None
         self._template_failures = 0  # in a row
         self._started_one = False  # the first helper is exec'd, the later ones forked
@@ -216,6 +220,7 @@ class SandboxRunner:
                 self._warm,
                 self._slices,
                 self._children,
+                self._zygote_wait_s,
             )
         self._started_one = True
         helper, hello = started
@@ -231,7 +236,9 @@ class SandboxRunner:
         template = self._template
         if template is None:
             return None
-        argv = helper_argv(self._layers, self._warm, self._slices, self._children)
+        argv = helper_argv(
+            self._layers, self._warm, self._slices, self._children, self._zygote_wait_s
+        )
         try:
             started = await fork_helper(template, argv, max_reply, self._on_net, self._direct)
         except TemplateError as exc:

@@ -53,7 +53,7 @@ import sys
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, NoReturn
+from typing import Any, NamedTuple, NoReturn
 
 from forge import relay
 from forge.child import HelperContext
@@ -117,8 +117,10 @@ class Helper:
         call_slice_ns: int | None = CALL_SLICE_NS,
         depth: int = IDLE_CHILDREN,
         lend: socket.socket | None = None,
+        zygote_wait_s: float = ZYGOTE_WAIT_S,
     ) -> None:
         self.caps = caps
+        self.zygote_wait_s = zygote_wait_s  # silent this long while calls wait: retire
         self.lend = lend  # the lending socket (None: no child is lent to the runner)
         self.ctx = ctx
         self.zygote = zygote
@@ -269,7 +271,7 @@ class Helper:
             self.owed_since = now
         if not (self.waiting or self.awaiting):
             return None  # nobody waits on it (yet): a zygote stopped a while may resume
-        left = self.owed_since + ZYGOTE_WAIT_S - now
+        left = self.owed_since + self.zygote_wait_s - now
         if left <= 0:
             self.retire(now - self.owed_since)
         return left
@@ -548,14 +550,26 @@ class Helper:
                 self.exited(*self.zygote.exits.pop(0))
 
 
-def arguments(argv: list[str]) -> tuple[Layers, int, bool, bool, int]:
+class Arguments(NamedTuple):
+    layers: Layers
+    answer_fd: int
+    warm: bool
+    slices: bool
+    depth: int
+    zygote_wait_s: float = ZYGOTE_WAIT_S
+
+
+def arguments(argv: list[str]) -> Arguments:
     """The helper's command line after the project root: the layers switched off (a
     JSON object; none: every layer on), `answers=FD`, the runner's answer socket
     (none: every reply goes through this helper), `children=N` (children forked
-    ahead of demand; none: `IDLE_CHILDREN`), `cold` (waiting children do
-    not warm their call's path) and `default-slices` (the call's path does not ask
-    for a short time slice); the last two for measurements only."""
+    ahead of demand; none: `IDLE_CHILDREN`), `zygote-wait=S` (the zygote's silence,
+    in seconds, that retires this helper while calls wait; none: `ZYGOTE_WAIT_S`;
+    0.1 at least), `cold` (waiting children do not warm their call's path) and
+    `default-slices` (the call's path does not ask for a short time slice); the
+    last two for measurements only."""
     layers, answer_fd, warm, slices, depth = Layers(), -1, True, True, IDLE_CHILDREN
+    wait = ZYGOTE_WAIT_S
     for arg in argv:
         if arg.startswith("lend="):
             continue  # `lend_argument`
@@ -563,13 +577,15 @@ def arguments(argv: list[str]) -> tuple[Layers, int, bool, bool, int]:
             answer_fd = int(arg.removeprefix("answers="))
         elif arg.startswith("children="):
             depth = int(arg.removeprefix("children="))
+        elif arg.startswith("zygote-wait="):
+            wait = max(0.1, float(arg.removeprefix("zygote-wait=")))
         elif arg == "cold":
             warm = False
         elif arg == "default-slices":
             slices = False
         else:
             layers = Layers(**json.loads(arg))
-    return layers, answer_fd, warm, slices, depth
+    return Arguments(layers, answer_fd, warm, slices, depth, wait)
 
 
 def lend_argument(argv: list[str]) -> int:
@@ -582,7 +598,7 @@ def lend_argument(argv: list[str]) -> int:
 
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    layers, answer_fd, warm, slices, depth = arguments(sys.argv[2:])
+    layers, answer_fd, warm, slices, depth, zygote_wait_s = arguments(sys.argv[2:])
     lend_fd = lend_argument(sys.argv[2:])
     ctx, caps = prepare(layers, answer_fd, warm)
     protect_library(ctx.proxies)  # library methods check their self (forge.bound_self)
@@ -599,7 +615,9 @@ def main() -> None:
     lend = socket.socket(fileno=lend_fd) if lend_fd >= 0 else None
     if lend is not None:
         lend.shutdown(socket.SHUT_RD)  # nothing flows to this process on it
-    helper = Helper(ctx, caps, zygote, CALL_SLICE_NS if slices else None, depth, lend)
+    helper = Helper(
+        ctx, caps, zygote, CALL_SLICE_NS if slices else None, depth, lend, zygote_wait_s
+    )
     try:
         with contextlib.suppress(BrokenPipeError):
             helper.serve()

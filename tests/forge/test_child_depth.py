@@ -11,7 +11,7 @@ import pytest
 from forge.child_pool import IDLE_CHILDREN
 from forge.layers import Layers
 from forge.runner import SandboxRunner
-from forge.worker import arguments
+from forge.worker import ZYGOTE_WAIT_S, arguments
 from tests.waits import HANG_S
 
 SQUARE = '''
@@ -22,9 +22,12 @@ def run(n: int) -> int:
 
 
 def test_the_command_line_names_the_depth_or_leaves_the_default() -> None:
-    assert arguments([]) == (Layers(), -1, True, True, IDLE_CHILDREN)
-    assert arguments(["children=1", "answers=7"])[1:] == (7, True, True, 1)
+    assert arguments([]) == (Layers(), -1, True, True, IDLE_CHILDREN, ZYGOTE_WAIT_S)
+    assert arguments(["children=1", "answers=7"])[1:5] == (7, True, True, 1)
     assert arguments(["cold", "default-slices"])[2:4] == (False, False)
+    assert arguments([]).zygote_wait_s == ZYGOTE_WAIT_S
+    assert arguments(["zygote-wait=0.75"]).zygote_wait_s == 0.75
+    assert arguments(["zygote-wait=0"]).zygote_wait_s == 0.1  # never a helper that retires at once
 
 
 @pytest.mark.asyncio

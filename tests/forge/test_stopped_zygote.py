@@ -2,7 +2,7 @@
 process) never hangs a call (forge.worker, forge.child_pool).
 
 A call a waiting child can take is served without the zygote; when a call finds
-no child waiting while the zygote stays silent for forge.worker.ZYGOTE_WAIT_S,
+no child waiting while the zygote stays silent for forge.worker.ZYGOTE_WAIT_S (here 1 s),
 that helper retires and gives the call back (no child took it): the runner runs
 it in a new helper with a new zygote, as it does every later call (before, such
 a call hung until the runner's deadline, here HANG_S); given back by that helper
@@ -22,14 +22,16 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from pathlib import Path
 
 import pytest
+import pytest_asyncio
 
 from forge.broker import Broker
 from forge.child_pool import IDLE_CHILDREN
 from forge.helper_process import HelperProcess, Unserved
+from forge.layers import Layers
 from forge.protocol.calls import Hello, Reply, retire_frame
 from forge.runner import UNSERVED, RunResult, SandboxRunner
 from tests.forge.helpers import children_of
@@ -59,6 +61,26 @@ def run() -> int:
     while True:
         pass
 '''
+
+
+# the zygote's silence that retires its helper, here (forge.worker.ZYGOTE_WAIT_S, 3 s, in
+# production): a fork or a reaping takes milliseconds even at load 20, so 1 s is still a
+# wide margin, and each retirement below waits 2 s less
+ZYGOTE_WAIT_S = 1.0
+
+
+@pytest_asyncio.fixture(loop_scope="module", scope="module")
+async def raw_python() -> AsyncIterator[SandboxRunner]:
+    """Plain Python in the sandbox (the other layers on), its zygotes' silence bounded
+    by `ZYGOTE_WAIT_S`."""
+    r = SandboxRunner(
+        default_timeout_s=HANG_S,
+        layers_for_tests=Layers(lint=False, restricted=False),
+        zygote_wait_s=ZYGOTE_WAIT_S,
+    )
+    await r.start()
+    yield r
+    await r.aclose()
 
 
 def gone(pid: int) -> bool:
