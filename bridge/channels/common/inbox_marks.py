@@ -1,10 +1,11 @@
 """A durable inbox's marks: an update answered (`done`) or given up (`dropped`), group-committed.
 
 The part of a channel's durable inbox (table `channel_inbox`, one `source`
-per bot or WhatsApp number) that knows nothing of the platform: marking
-updates, counting the open ones, pruning the old ones. Telegram's
-`UpdateInbox` and WhatsApp's `WhatsAppInbox` add how their updates are
-stored. `done` returns once the mark is committed; marks asked for in the
+per bot, WhatsApp number or Matrix account) that knows nothing of the
+platform: marking updates, taking over what an earlier process left open
+(`left_open`), counting the open ones, pruning the old ones. Telegram's
+`UpdateInbox`, WhatsApp's `WhatsAppInbox` and Matrix's `MatrixInbox` add
+how their updates are stored. `done` returns once the mark is committed; marks asked for in the
 same moment, or while one is being written, go together (a group commit:
 one UPDATE for all the chats' answers of that moment). The first caller of
 a moment writes the batch itself, after one turn of the event loop for the
@@ -19,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from typing import Final
+from typing import Any, Final
 
 from bridge.storage.protocol import Database
 
@@ -114,6 +115,29 @@ class InboxMarks:
             f" WHERE source = ? AND update_id IN ({', '.join('?' * size)})",
             (state, self._now_ms(), self.source, *padded),
         )
+
+    async def left_open(self, columns: str) -> list[Any]:
+        """Take over what earlier processes (other owners) left unanswered: each row
+        whose answer already waits in the outbox (`reply:<msg>` for its chat) is marked
+        done, the others are claimed (state `working`, this process their owner; on
+        PostgreSQL skipping rows another transaction holds); the claimed rows'
+        `columns`, in no order. Two statements."""
+        now, db = self._now_ms(), self.db
+        await db.execute(  # answered already: the answer waits in the outbox
+            "UPDATE channel_inbox SET state = 'done', payload = '', done_ms = ?"
+            " WHERE source = ? AND state IN ('new', 'working') AND owner != ? AND msg != ''"
+            " AND EXISTS (SELECT 1 FROM outbox AS o WHERE o.channel = ?"
+            " AND o.chat = channel_inbox.chat AND o.key = 'reply:' || channel_inbox.msg)",
+            (now, self.source, self.owner, self.channel),
+        )
+        rows = await db.fetch_all(
+            "UPDATE channel_inbox SET state = 'working', owner = ?"
+            " WHERE source = ? AND update_id IN (SELECT update_id FROM channel_inbox"
+            " WHERE source = ? AND owner != ? AND state IN ('new', 'working')"
+            f" {db.dialect.skip_locked}) RETURNING {columns}",
+            (self.owner, self.source, self.source, self.owner),
+        )
+        return list(rows)
 
     async def open_count(self) -> int:
         """Updates not answered yet (any owner)."""

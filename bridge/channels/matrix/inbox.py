@@ -112,22 +112,9 @@ class MatrixInbox(InboxMarks):
         return await self.db.atomic(unit)
 
     async def recover(self) -> list[Kept]:
-        """Take over what earlier processes left unanswered, oldest first."""
-        now, db = self._now_ms(), self.db
-        await db.execute(  # answered already: the answer waits in the outbox
-            "UPDATE channel_inbox SET state = 'done', payload = '', done_ms = ?"
-            " WHERE source = ? AND state IN ('new', 'working') AND owner != ?"
-            " AND EXISTS (SELECT 1 FROM outbox AS o WHERE o.channel = ?"
-            " AND o.chat = channel_inbox.chat AND o.key = 'reply:' || channel_inbox.msg)",
-            (now, self.source, self.owner, self.channel),
-        )
-        rows = await db.fetch_all(
-            "UPDATE channel_inbox SET state = 'working', owner = ?"
-            " WHERE source = ? AND update_id IN (SELECT update_id FROM channel_inbox"
-            " WHERE source = ? AND owner != ? AND state IN ('new', 'working')"
-            f" {db.dialect.skip_locked}) RETURNING update_id, payload",
-            (self.owner, self.source, self.source, self.owner),
-        )
+        """Take over what earlier processes left unanswered, oldest first (one whose
+        answer waits in the outbox counts as answered: `InboxMarks.left_open`)."""
+        rows = await self.left_open("update_id, payload")
         return sorted((_kept(int(u), str(p)) for u, p in rows), key=lambda k: k.update_id)
 
 
