@@ -11,10 +11,11 @@ secrets), not where the command would make it (storing a secret, pairing).
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Collection
 
-from bridge.core.config import Settings
+from bridge.core.config import Settings, config_path
 from bridge.core.tenants import configured_tenants
 
 
@@ -30,7 +31,9 @@ def unknown_tenant(
     """The refusal of `tenant` for `roost COMMAND`, or None when it may go on. `files_do`: a
     tenant that is not configured but has a folder in the home is taken too; `hint` ends
     the advice (`roost pair`'s); `advice` replaces it (a command that deletes must not
-    suggest creating the tenant it names)."""
+    suggest creating the tenant it names). The advice names the config file this process
+    reads (`$ROOST_CONFIG`, else ~/.config/roost/roost.toml) and a typo first: "the config
+    file" left a newcomer to guess which one, and a misspelt name is the likelier cause."""
     known = configured_tenants(settings.tenants, settings.local_tenant)
     if tenant in known:
         return None
@@ -38,7 +41,8 @@ def unknown_tenant(
         return None
     where = " nor with files in the home" if files_do else ""
     if advice is None:
-        advice = f"Add [tenants.{tenant}] to the config file first{hint}."
+        path, _ = config_path(os.environ)
+        advice = f"Check the spelling, or add [tenants.{tenant}] to {path} first{hint}."
     return (
         f"roost {command}: there is no tenant {tenant!r} in the configuration{where} (known: "
         f"{', '.join(sorted(known))}). {advice}"

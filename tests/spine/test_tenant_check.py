@@ -39,3 +39,18 @@ def test_export_of_a_tenant_nobody_is_refuses_and_writes_nothing(
     assert run_export(args, settings) == 2
     assert "no tenant 'alcie' in the configuration nor with files" in capsys.readouterr().err
     assert not (settings.home / "exports").exists()
+
+
+def test_the_refusal_names_the_config_file_and_a_typo_first(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A newcomer told "Add [tenants.alcie] to the config file first" had to guess which
+    file (s46 newcomer): the refusal names the one this process reads, and a typo first."""
+    monkeypatch.setenv("ROOST_CONFIG", str(tmp_path / "etc" / "roost.toml"))
+    refusal = unknown_tenant(settings, "alcie", "send", files_do=True)
+    assert refusal is not None
+    assert refusal.endswith(
+        f"Check the spelling, or add [tenants.alcie] to {tmp_path / 'etc' / 'roost.toml'} first."
+    )
+    hinted = unknown_tenant(settings, "alcie", "pair", files_do=False, hint=", then run it again")
+    assert hinted is not None and hinted.endswith("roost.toml first, then run it again.")
