@@ -200,18 +200,31 @@ def unread_warning(settings: Settings, tenant: str, channel: str) -> str | None:
     )
 
 
+def send_to_refusal(
+    given: str, target: tuple[str, str] | None, text: str, platforms: Platforms = PLATFORMS
+) -> str | None:
+    """What is wrong with a `--to` and its text, or None. Each fault is named: one line
+    listing the forms and the length together left a newcomer's `--to web:` or typo
+    (`--to telgram:1`) to guess which part was refused."""
+    if target is None:
+        forms = " or ".join(platforms.addresses())
+        return f"--to {given!r} is not a target: give {forms}"
+    if not text:
+        return "the message is empty"
+    if len(text) > MAX_TEXT:
+        return f"the message is {len(text):,} characters; at most {MAX_TEXT:,} go with --to"
+    return None
+
+
 def send_to(args: argparse.Namespace, settings: Settings, platforms: Platforms = PLATFORMS) -> int:
     """Store the message in the outbox for the running daemon; exit 2 on bad input or a
     channel that is not configured (`channel_config.off_reason`: nothing could deliver it),
     neither here nor in the daemon's last start (its secrets may be its own)."""
     target = target_of(args.to, platforms)
     text = " ".join(args.text).strip()
-    if target is None or not text or len(text) > MAX_TEXT:
-        forms = " or ".join(platforms.addresses())
-        print(
-            f"roost send: --to {forms}, and a text of at most {MAX_TEXT:,} characters",
-            file=sys.stderr,
-        )
+    wrong = send_to_refusal(args.to, target, text, platforms)
+    if wrong is not None:
+        print(f"roost send: {wrong}", file=sys.stderr)
         return 2
     if args.key is not None and not KEY.fullmatch(args.key):
         print("roost send: --key: 1-100 of A-Z a-z 0-9 _ . : -", file=sys.stderr)
