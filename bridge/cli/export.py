@@ -51,7 +51,15 @@ def export_args(p: argparse.ArgumentParser) -> None:
     )
 
 
+FORGET_STEPS = """There is no undo: `roost export --tenant T` first for a copy, and stop the
+daemon (forget refuses while a `roost serve` holds the home). Without --yes it
+only says what it would delete (exit 2). A run that was killed is finished by
+running it again. Audit records (content-free) stay; T's ZIPs in exports/ too."""
+
+
 def forget_args(p: argparse.ArgumentParser) -> None:
+    p.formatter_class = argparse.RawDescriptionHelpFormatter  # the epilog's lines as written
+    p.epilog = FORGET_STEPS
     p.add_argument("--tenant", type=tenant_arg, required=True, help="whose data to delete")
     p.add_argument("--yes", action="store_true", help="really delete it (no undo)")
 

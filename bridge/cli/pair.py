@@ -32,8 +32,15 @@ from bridge.core.tenants import configured_tenants
 from bridge.types.platform import Platforms
 from bridge.types.tenant_dirs import TenantDirs
 
+PAIR_NOTE = f"""TENANT is a configured one: a [tenants.TENANT] table in the config file
+(telegram_ids may stay empty), or the local tenant. The person sends
+/pair CODE to the bot in a private chat (Telegram, WhatsApp or Matrix) within
+{int(CODE_TTL_S // 60)} minutes; `roost access list` shows who is paired."""
+
 
 def pair_args(p: argparse.ArgumentParser) -> None:
+    p.formatter_class = argparse.RawDescriptionHelpFormatter  # the epilog's lines as written
+    p.epilog = PAIR_NOTE
     p.add_argument("tenant", type=tenant_arg, help="the tenant the person will be bound to")
 
 

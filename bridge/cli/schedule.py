@@ -223,7 +223,7 @@ def send_to(args: argparse.Namespace, settings: Settings, platforms: Platforms =
     target = target_of(args.to, platforms)
     text = " ".join(args.text).strip()
     wrong = send_to_refusal(args.to, target, text, platforms)
-    if wrong is not None:
+    if wrong is not None or target is None:
         print(f"roost send: {wrong}", file=sys.stderr)
         return 2
     if args.key is not None and not KEY.fullmatch(args.key):

@@ -70,3 +70,18 @@ async def test_every_send_to_refusal_starts_with_roost_send(home: Path, fake: Fa
         code, out, err = await run(["send", *argv], env)
         assert (code, out) == (2, ""), argv
         assert err.startswith("roost send: --"), err
+
+
+def test_chat_forget_and_pair_help_say_what_a_newcomer_needs(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """s46: `roost chat --help` named only --chat (not /quit, /attach, the tenant it runs
+    as, where its log goes); `roost forget --help` neither said to stop the daemon nor to
+    export first; `roost pair --help` not that TENANT must be configured."""
+    chat = help_of(["chat"], capsys)
+    for said in ("/quit or Ctrl-D", "/attach PATH", "/detach", "local tenant", "chat.log"):
+        assert said in chat, chat
+    forget = " ".join(help_of(["forget"], capsys).split())
+    assert "roost export --tenant T" in forget and "stop the daemon" in forget, forget
+    pair = " ".join(help_of(["pair"], capsys).split())
+    assert "[tenants.TENANT]" in pair and "/pair CODE" in pair, pair
