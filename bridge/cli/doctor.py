@@ -460,7 +460,7 @@ async def check_models_answer(settings: Settings, timeout_s: float) -> list[Chec
         for n, (check, (section, llm)) in enumerate(zip(found, sections, strict=False))
         if check.status in ("ok", "warn") and LISTED.search(check.reason)
     ]
-    answers = await asyncio.gather(*(_chat(llm, timeout_s) for _, _, llm in asked))
+    answers = await asyncio.gather(*(_chat(llm, timeout_s, section) for _, section, llm in asked))
     for (n, section, llm), failed in zip(asked, answers, strict=True):
         check = found[n]
         where = check.reason.split(": ", 1)[0]
@@ -499,10 +499,13 @@ def _named(reason: str, section: str, llm: LLMSettings) -> str:
     return reason.replace(f"{said} not listed", f"{said} {unset} not listed", 1)
 
 
-async def _chat(llm: LLMSettings, timeout_s: float) -> str | None:
+async def _chat(llm: LLMSettings, timeout_s: float, section: str) -> str | None:
+    """The chat probe of `section` ("llm" or "models.NAME"): its failure names that
+    table's settings (a [models.smart] model the server lacks once said ROOST_LLM__MODEL)."""
     from bridge.cli.doctor_chat import probe_chat  # the backends: only when a server answered
 
-    return await probe_chat(llm, timeout_s)
+    table = section.removeprefix("models.") if section.startswith("models.") else None
+    return await probe_chat(llm, timeout_s, table)
 
 
 def report(found: list[Check], out: TextIO) -> int:

@@ -12,12 +12,25 @@ reach the doctor's output.
 from __future__ import annotations
 
 import logging
+import re
 
 from bridge.app.models import make_backend_of
 from bridge.core.config_sections import LLMSettings
 from bridge.types.backend import BackendError, ChatMessage, ModelRequest, Retrying
 
 PING = ModelRequest(system="", messages=(ChatMessage("user", "Reply with the word OK."),))
+
+
+_ENV_OF_LLM = re.compile(r"\bROOST_LLM__([A-Z_]+)\b")
+
+
+def for_the_operator(said: str) -> str:
+    """A backend's line for the person, reworded for the doctor's reader, the operator: no
+    "The operator's log has details", "check X" for "the operator should check X", and an
+    [llm] setting named as the file's key too (`llm.model (ROOST_LLM__MODEL)`): a newcomer
+    who wrote `model` into roost.toml went looking for an environment variable."""
+    said = said.split(" The operator")[0].replace("the operator should check ", "check ")
+    return _ENV_OF_LLM.sub(lambda m: f"llm.{m[1].lower()} ({m[0]})", said)
 
 
 async def probe_chat(llm: LLMSettings, timeout_s: float, table: str | None = None) -> str | None:
@@ -37,7 +50,7 @@ async def probe_chat(llm: LLMSettings, timeout_s: float, table: str | None = Non
                 return None
         return "the model sent an empty answer"
     except BackendError as exc:
-        return f"{exc.kind}: {exc.user_message.split(' The operator')[0]}"
+        return f"{exc.kind}: {for_the_operator(exc.user_message)}"
     finally:
         close = getattr(events, "aclose", None)
         if close is not None:

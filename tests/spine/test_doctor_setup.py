@@ -32,6 +32,12 @@ async def test_an_unset_model_the_server_lacks_fails_naming_the_default(home: Pa
     assert named == 1 and lines(named_out)["backend"][0] == "FAIL", named_out
     assert ": model nosuch not listed (m); a chat request" in lines(named_out)["backend"][1]
     assert "model is unset" not in named_out
+    # the reader is the operator: the setting as the file and the environment name it (s46)
+    said = lines(named_out)["backend"][1]
+    assert said.endswith(
+        "check llm.model (ROOST_LLM__MODEL) and llm.base_url (ROOST_LLM__BASE_URL)."
+    )
+    assert "operator" not in said, said
     assert good == 0 and lines(good_out)["backend"][0] == "ok", good_out
     assert API_KEY not in out + named_out
 
