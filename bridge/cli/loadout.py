@@ -36,7 +36,8 @@ if TYPE_CHECKING:  # `roost prompt`'s: `roost vault` renders no prompt
 
 def prompt_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tenant", type=tenant_arg, help="tenant (default: the local tenant)")
-    p.add_argument("--channel", default="web", help="channel: web, cli, telegram (default web)")
+    channels = ", ".join(sorted(PLATFORMS.styles()))
+    p.add_argument("--channel", default="web", help=f"channel: {channels} (default web)")
     p.add_argument("--chat", default=None, help="chat id (for its persona and audience)")
     p.add_argument("--msg-id", default="roost-prompt", help="message id (decides shadow bullets)")
     p.add_argument("--raw", action="store_true", help="print only the exact system prompt")
@@ -48,6 +49,13 @@ def prompt_args(p: argparse.ArgumentParser) -> None:
 def run_prompt(args: argparse.Namespace, settings: Settings) -> int:
     import asyncio
 
+    known = PLATFORMS.styles()
+    if args.channel not in known:  # it once printed a prompt no channel ever sends
+        print(
+            f"roost prompt: no channel {args.channel!r} (known: {', '.join(sorted(known))})",
+            file=sys.stderr,
+        )
+        return 2
     if args.tenant is not None:  # a typo would build (and make the folders of) a new tenant
         refusal = unknown_tenant(settings, args.tenant, "prompt", files_do=True)
         if refusal is not None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bridge.cli.loadout import vault_command
+from bridge.cli.loadout import run_prompt, vault_command
 from bridge.cli.main import build_parser
 from bridge.cli.table import COMMANDS
 from bridge.core.config import Settings, load_settings
@@ -84,3 +84,17 @@ def test_a_tenant_that_left_the_config_keeps_its_secrets_listable(settings: Sett
     assert run(gone, ["rm", "alice", "TOKEN"])[0] == 0
     code, _, err = run(gone, ["set", "alice", "OTHER"], "value-1234\n")
     assert code == 2 and "no tenant 'alice' in the configuration" in err
+
+
+def test_prompt_refuses_a_channel_no_platform_is(
+    settings: Settings, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """s46: `roost prompt --channel whatsap` printed a generic prompt no channel ever sends,
+    and `--help` named only web, cli and telegram."""
+    args = build_parser().parse_args(["prompt", "--channel", "whatsap"])
+    assert run_prompt(args, settings) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "roost prompt: no channel 'whatsap' (known: cli, matrix, mcp, telegram, web, whatsapp)\n"
+    )
+    assert not (settings.home / "tenants").exists()  # nothing built
