@@ -63,6 +63,14 @@ def run_import(args: argparse.Namespace, settings: Settings) -> int:
     if not path.is_file():
         print(f"roost import: {path} is not a file", file=sys.stderr)
         return 2
+    if args.format == "jsonl" and _one_array(path):
+        print(
+            f"roost import: {path} is one JSON array, not JSONL (one message a line): a "
+            "ChatGPT or Claude export (conversations.json)? Give --format chatgpt or "
+            "--format claude. Nothing was imported",
+            file=sys.stderr,
+        )
+        return 2
     check_chain_key(settings)  # its record could not follow: nothing is imported
     dirs = TenantDirs.of(settings.home, args.tenant).ensure()
     try:
@@ -101,6 +109,20 @@ def run_import(args: argparse.Namespace, settings: Settings) -> int:
         except EmbedError as exc:
             print(f"vectors not computed now ({exc}); the daemon computes them in the background")
     return 0
+
+
+def _one_array(path: Path) -> bool:
+    """Whether the file opens with `[{` (after a BOM and blanks): a ChatGPT or Claude
+    export read with the default `--format jsonl` was "imported" as one skipped line,
+    exit 0, nothing read (s46 newcomer). JSONL's lines are objects; a first line of any
+    other array (`[[[...`) is still skipped and named as a line."""
+    try:
+        with path.open("rb") as stream:
+            head = stream.read(4096)
+    except OSError:
+        return False  # the import itself says what is wrong with reading it
+    text = head.removeprefix(b"\xef\xbb\xbf").lstrip()
+    return text.startswith(b"[") and text[1:].lstrip().startswith(b"{")  # [{"title": ...
 
 
 async def _imported(settings: Settings, dirs: TenantDirs, fmt: str, path: Path) -> Summary:

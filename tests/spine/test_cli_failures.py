@@ -355,3 +355,20 @@ def test_ctrl_c_while_a_command_starts_is_quiet(home: Path, argv: list[str]) -> 
         timeout=HANG_S,
     )
     assert (done.returncode, done.stderr) == (130, "")
+
+
+@pytest.mark.parametrize("opening", ["[", "\ufeff  \n["])
+def test_a_chatgpt_export_read_as_jsonl_is_refused_naming_the_format(
+    home: Path, tmp_path: Path, opening: str
+) -> None:
+    """s46: a ChatGPT conversations.json imported without --format was "imported": one
+    skipped line, nothing read, exit 0. One JSON array is not JSONL: exit 2, the format
+    to give named, nothing imported (no audit record, no tenant folders)."""
+    export = tmp_path / "conversations.json"
+    export.write_text(opening + '{"title": "t", "mapping": {}}]\n', encoding="utf-8")
+    code, out, err = run(["import", "--tenant", "local", str(export)], home)
+    assert (code, out) == (2, ""), err
+    assert "Give --format chatgpt or --format claude. Nothing was imported" in one_line(err)
+    assert not (home / "audit").exists() and not (home / "tenants").exists()
+    code, out, err = run(["import", "--tenant", "local", "--format", "chatgpt", str(export)], home)
+    assert code == 0 and out.startswith("imported conversations.json into tenant local:"), err
