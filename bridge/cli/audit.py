@@ -42,9 +42,27 @@ def count_arg(value: str) -> int:
     return n
 
 
+def event_arg(value: str) -> str:
+    """`--type`: an event roost records (bridge/audit/catalogue.py); a typo matched nothing
+    and printed nothing, exit 0, as if no such event had happened (s46 newcomer)."""
+    from difflib import get_close_matches
+
+    from bridge.audit.catalogue import EVENTS
+
+    if value in EVENTS:
+        return value
+    close = get_close_matches(value, list(EVENTS), n=3)
+    like = f"did you mean {', '.join(close)}? " if close else ""
+    raise argparse.ArgumentTypeError(
+        f"{value!r} is not an event roost records: {like}docs/audit.md lists them"
+    )
+
+
 def tail_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("-n", type=count_arg, default=20, help="how many events (default 20)")
-    p.add_argument("--type", dest="event_type", help="only this event type")
+    p.add_argument(
+        "--type", dest="event_type", type=event_arg, help="only this event type (docs/audit.md)"
+    )
     p.add_argument("--tenant", help="only this tenant")
     p.add_argument("--json", action="store_true", help="print raw records")
 

@@ -57,3 +57,13 @@ async def test_tail_filters(make_chain: ChainFactory) -> None:
     assert (code, out) == (0, "")
     code, out, _ = run(["audit", "tail", "-n", "1", "--json"], home)
     assert '"seq": 10' in out
+
+
+def test_tail_refuses_a_type_roost_never_records(capsys: pytest.CaptureFixture[str]) -> None:
+    """s46: `--type pairing.revoke` (a typo) matched nothing and printed nothing, exit 0,
+    as if no pairing had been revoked; now exit 2 naming the close event names."""
+    with pytest.raises(SystemExit) as ended:
+        run(["audit", "tail", "--type", "pairing.revoke"], Path("/nonexistent"))
+    assert ended.value.code == 2
+    err = capsys.readouterr().err
+    assert "'pairing.revoke' is not an event roost records: did you mean pairing.revoked" in err
