@@ -27,6 +27,7 @@ from bridge.app.channels_up import PLATFORMS
 from bridge.app.database import open_database
 from bridge.app.home import check_chain_key, open_chain, prepare_home
 from bridge.cli.rows import Verb, add_verbs, no_args, pick
+from bridge.cli.tenant_check import unknown_tenant
 from bridge.core.config import Settings, config_source
 from bridge.core.identities import listed
 from bridge.core.pairing import Binding, PairingStore
@@ -190,6 +191,12 @@ def run_revoke(args: argparse.Namespace, settings: Settings, out: TextIO) -> int
         print(f"{named} is mapped in the config: remove it from the config to revoke", file=out)
     if not gone:
         print(f"no pairing to revoke for {target}", file=out)
+        if ":" not in target:  # a tenant's name: a typo found nothing to revoke, silently
+            unknown = unknown_tenant(
+                settings, target, "access revoke", files_do=True, advice="Check the spelling."
+            )
+            if unknown is not None:
+                print(unknown, file=sys.stderr)
     return 0 if gone else 1
 
 

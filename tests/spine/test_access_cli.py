@@ -126,3 +126,17 @@ async def test_revoke_a_tenant_removes_its_pairings_and_names_config_ids(home: P
         ("bob", "2"),
         ("alice", "3"),
     ]
+
+
+async def test_revoking_a_tenant_roost_does_not_know_names_the_known_ones(home: Path) -> None:
+    """s46: `roost access revoke alcie` (a typo) said only "no pairing to revoke for alcie",
+    as for a real tenant nobody is paired to."""
+    write_config()
+    code, out = await roost("access", "revoke", "alcie")
+    assert code == 1, out
+    assert out.startswith("no pairing to revoke for alcie\n"), out
+    assert "roost access revoke: there is no tenant 'alcie' in the configuration" in out
+    assert out.rstrip().endswith("Check the spelling."), out
+    code, out = await roost("access", "revoke", "alice")  # configured, nobody paired
+    assert code == 1 and out.endswith("no pairing to revoke for alice\n"), out
+    assert "there is no tenant" not in out
