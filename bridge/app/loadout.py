@@ -125,6 +125,7 @@ def build_loadout(
         default_tz=settings.schedule.timezone,
         styles=styles,
         changes=changes,
+        refresh_memory=store.rebuild_index,  # a topic file edited by hand
     )
     prompt = LoadoutPrompt(taker, make_blocks(caps), remember=512 if cached else 0)
     tidy = Consolidator(memory, audit, vault.masker, hold)  # hold: the chat's model

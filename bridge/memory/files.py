@@ -152,6 +152,34 @@ def index_entries(index_text: str) -> list[str]:
     return [ln for ln in index_text.splitlines() if ln.strip() and not ln.startswith("#")]
 
 
+_ENTRY = re.compile(r"^- (.+) \((user|feedback|project|reference)\): ")
+
+
+def index_behind(
+    index_text: str | None, index_mtime_ns: int | None, topics: Mapping[str, int | None]
+) -> bool:
+    """Whether MEMORY.md (its text and modification time; None: missing) is behind the
+    topic files (`topics`: file name -> modification time, None: gone): one was
+    changed or added after the index was written, or an entry of it has no file. The
+    store writes the index after each change of its own, so this is a hand edit (or
+    a topic file copied in). Pure."""
+    if index_mtime_ns is None:
+        return any(t is not None for t in topics.values())
+    if any(t is not None and t > index_mtime_ns for t in topics.values()):
+        return True
+    for line in index_entries(index_text or ""):
+        m = _ENTRY.match(line)
+        if m is None:
+            continue
+        try:
+            filename = topic_filename(m.group(2), m.group(1))
+        except MemoryInputError:
+            continue
+        if topics.get(filename) is None:
+            return True  # its file was removed (or renamed) by hand
+    return False
+
+
 def usage_chars(entries: Iterable[str]) -> int:
     """Characters the cap counts: the entry lines joined by newlines."""
     return len("\n".join(entries))

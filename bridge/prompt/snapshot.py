@@ -29,7 +29,7 @@ from operator import is_
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from bridge.core.filecache import FileCache
+from bridge.core.filecache import FileCache, StatKey
 from bridge.loadout import vault
 from bridge.loadout.chat_settings import ChatSettings
 from bridge.loadout.db_changes import TableChanges
@@ -41,7 +41,7 @@ from bridge.loadout.steering import (
     operator_confinement,
     tenant_confinement,
 )
-from bridge.memory.files import INDEX_NAME, index_entries
+from bridge.memory.files import INDEX_NAME, index_behind, index_entries, parse_filename
 from bridge.prompt.base import base_prompt
 from bridge.prompt.memo import Keeper, Parts
 from bridge.prompt.now import now_note
@@ -136,9 +136,14 @@ class SnapshotTaker:
         styles: Mapping[str, str] | None = None,
         changes: TableChanges | None = None,
         remember: int = 512,
+        refresh_memory: Callable[[TenantDirs], None] | None = None,
     ) -> None:
         """`changes`: the versions of the prompt rows `chat_settings` and every view's
-        declared tables keep in their mirrors (None: those parts are read every turn)."""
+        declared tables keep in their mirrors (None: those parts are read every turn).
+        `refresh_memory`: writes a tenant's MEMORY.md again from its topic files (the
+        memory store's `rebuild_index`), called when a topic file changed by hand
+        since (None: the index is taken as it is)."""
+        self._refresh_memory = refresh_memory
         self._styles = dict(styles or {})  # channel -> block 1's line (platform declarations)
         self.home = home
         self.default_tz = default_tz or host_zone()  # [schedule] timezone, else the host
@@ -174,6 +179,28 @@ class SnapshotTaker:
         out = tuple(fn(text))
         self._derived[key] = (text, out)
         return out
+
+    def _memory(self, dirs: TenantDirs, index: Path) -> tuple[str, ...]:
+        """The memory index's entries. A topic file edited, added or removed by hand
+        since MEMORY.md was written has the index rebuilt first (`refresh_memory`), so
+        the model sees what the person wrote; the topic files' stats are part of the
+        part's proof, so such an edit is noticed on the next turn."""
+        if self._refresh_memory is not None:
+            files, folder = self.files, dirs.memory
+            topics = {
+                name: _mtime(files.stat_key(folder / name))
+                for name in files.listdir(folder)
+                if parse_filename(name) is not None
+            }
+            if index_behind(files.read(index), _mtime(files.stat_key(index)), topics):
+                self._refresh_memory(dirs)
+                # read past the cache: inside a batch it looked at the watch once, before
+                # this write (the write's event moves the part's proof for the next turn)
+                try:
+                    return tuple(index_entries(index.read_text(encoding="utf-8")))
+                except OSError:
+                    return ()
+        return self._lines(index, index_entries)
 
     def _paths(self, dirs: TenantDirs) -> _TenantPaths:
         """The tenant's file paths and confinement, worked out once per tenant directory.
@@ -304,7 +331,7 @@ class SnapshotTaker:
         operator = part("operator", lambda: self._steering.text(self._op_steering, self._op_conf))
         steering = part("steering", lambda: self._steering.text(paths.steering, paths.conf))
         profile = part("profile", lambda: self._lines(paths.profile, body_lines))
-        memory = part("memory", lambda: self._lines(paths.memory_index, index_entries))
+        memory = part("memory", lambda: self._memory(dirs, paths.memory_index))
         vault_names = part("vault", lambda: vault.names(dirs, self.files))
         chosen: dict[str, str] = chat_part(
             "chat",
@@ -391,6 +418,10 @@ class SnapshotTaker:
         lines = tuple(_tool_lines(rows, now))
         memo.lines = (rows, now, _next_label_change(rows, now), lines)
         return lines
+
+
+def _mtime(key: StatKey) -> int | None:
+    return key[2] if key is not None else None
 
 
 def _shown(bullets: Sequence[BulletRow], msg_id: str) -> tuple[BulletRow, ...]:
