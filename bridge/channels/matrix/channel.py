@@ -11,8 +11,8 @@ stored in one transaction (`inbox.MatrixInbox`), then the messages are
 handed to their chat's queue (one chat's messages in order), each marked
 done in the inbox once handled: after a restart nothing is answered twice,
 and what a stopped or killed run left unanswered is answered first
-(`_recover`, once the run's first sync answered: a homeserver still away
-at start is waited out, not taken for rooms that cannot be checked). A
+(`_recover`, once the run's first sync answered, before its messages: a
+homeserver still away at the start cannot fail their rooms' checks). A
 failed sync (the homeserver gone, 5xx, 429) is retried with backoff (the
 server's `retry_after_ms` honoured) until it answers again: a lost
 homeserver is reconnected, and `connected` says which.
@@ -258,9 +258,9 @@ class MatrixChannel:
 
     async def _run(self) -> None:
         since = await self._token()
+        kept = self.inbox is not None  # what earlier runs left: answered after a sync answered
         failures = 0
         caught_up = False  # the run's first sync returns at once: connected, what is pending
-        recovered = False  # what an earlier run left: once the homeserver answers
         while True:
             try:
                 wait_ms = self._poll_ms if since and caught_up else 0
@@ -279,17 +279,17 @@ class MatrixChannel:
                 self._ignore("malformed sync", 1)
                 await asyncio.sleep(self._reconnect.first_s)
                 continue
-            if not recovered:  # before the batch's new messages: each chat in its order
-                await self._recover()
-                recovered = True
-            await self._take(batch, history=since is None)
-            since, caught_up = batch.next_batch, True
+            await self._take(batch, history=since is None, recover=kept)
+            since, caught_up, kept = batch.next_batch, True, False
             self.batches += 1
             self.synced.set()
 
     async def _recover(self) -> None:
         """Answer what an earlier process took and left unanswered (killed, or stopped
-        before it got to it), oldest first, each chat in its order."""
+        before it got to it), oldest first, each chat in its order. Called once a sync
+        answered (the first of the run), before that batch's messages: each kept row's
+        room is checked again, and a homeserver still away at the start (both restarted
+        at once) would fail the check, which drops the message for good."""
         if self.inbox is None:
             return
         try:
@@ -316,10 +316,13 @@ class MatrixChannel:
         except StorageError as exc:  # the row stays open: the next start answers it again
             log.error("matrix: a handled message could not be marked: %s", exc)
 
-    async def _take(self, batch: Batch, *, history: bool) -> None:
-        """Act on the batch, then store its sync token with the messages to answer (one
-        transaction), then hand those to their chats' queues."""
+    async def _take(self, batch: Batch, *, history: bool, recover: bool = False) -> None:
+        """Act on the batch, then (`recover`: the run's first) answer what earlier runs
+        left, then store its sync token with the messages to answer (one transaction),
+        then hand those to their chats' queues (after the kept ones: each chat's order)."""
         routed = await self._taken(batch, history=history)
+        if recover:
+            await self._recover()
         now_ms = int(self._clock() * 1000)
         ids: list[int | None] = [None] * len(routed)
         token = batch.next_batch
