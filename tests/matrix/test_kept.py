@@ -4,7 +4,8 @@ The first run takes Alice's message and is stopped while its answer hangs (the
 stop cuts it off, as a kill would): the row stays open. The next start answers
 it even when the homeserver is still away when roost starts (both restarted at
 once): the kept message's room is checked only once a sync answered, not
-failed closed (dropped) at once.
+failed closed (dropped) at once. A prune of old rows that fails at the start
+costs nothing of what was kept.
 """
 
 from __future__ import annotations
@@ -14,6 +15,10 @@ import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import pytest
+
+from bridge.channels.matrix.inbox import MatrixInbox
+from bridge.storage.errors import StorageError
 from bridge.types.backend import ModelEvent, ModelRequest, TextDelta
 from tests.conftest import ScriptedBackend
 from tests.matrix.conftest import Accounts, mx_settings, running
@@ -108,3 +113,20 @@ async def test_a_kept_message_is_answered_when_the_homeserver_was_away_at_the_st
             assert await r.channel.inbox.open_count() == 0
             assert r.channel.ignored["room unknown"] == 0
     assert gate.refused >= 1 and len(second.requests) == 1
+
+
+async def test_a_prune_that_fails_at_the_start_keeps_nothing_from_being_answered(
+    home: Path, synapse: Synapse, accounts: Accounts, alice: Person, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bot = accounts.bot.user_id
+    room = await left_open(home, synapse, accounts, alice)
+
+    async def away(self: MatrixInbox) -> int:
+        raise StorageError("database is locked")
+
+    monkeypatch.setattr(MatrixInbox, "prune", away)
+    second = ScriptedBackend("yes, here now", "again?!")
+    async with running(mx_settings(home, synapse, accounts), second) as r:
+        await alice.wait(lambda: alice.texts(room, bot) == ["yes, here now"], "answered")
+        await r.channel.idle()
+    assert len(second.requests) == 1

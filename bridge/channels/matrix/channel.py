@@ -294,7 +294,6 @@ class MatrixChannel:
             return
         try:
             kept = await self.inbox.recover()
-            await self.inbox.prune()
         except StorageError as exc:
             log.error("matrix: messages left unanswered could not be read: %s", exc)
             return
@@ -307,6 +306,10 @@ class MatrixChannel:
                 await self._mark(row.update_id)
             else:
                 self._spawn(*routed, row.message, row.update_id)
+        try:  # after the rows this run took over are on their way (else they would wait
+            await self.inbox.prune()  # for the next start: they are this run's now)
+        except StorageError as exc:
+            log.warning("matrix: old inbox rows could not be pruned: %s", exc)
 
     async def _mark(self, update_id: int, *, dropped: bool = False) -> None:
         if self.inbox is None:
