@@ -5,7 +5,7 @@ numbered in order and owned by the process that took them; what a process
 left open (killed, or stopped before it answered) is handed to the next one,
 oldest first, once, except what already waits in the outbox; a handled
 message keeps no text; a message with a file round-trips through its row; a
-failed write stores neither the messages nor the token.
+failed write stores neither the messages nor the token; a lone surrogate is kept.
 """
 
 from __future__ import annotations
@@ -100,3 +100,12 @@ def test_a_message_with_a_file_round_trips_through_its_row() -> None:
     media = Media("mxc://hs/abc", "audio/ogg", 1234, "voice.ogg", voice=True)
     msg = Message("!r:hs", ALICE, "$e", "m.audio", None, media, mentions_me=True)
     assert message_of(json.loads(payload_of(msg))) == msg
+
+
+async def test_a_message_with_a_lone_surrogate_is_kept_and_read_back(db: Database) -> None:
+    """A `\\ud800` escape in the event: no database stores the surrogate (SQLite raised
+    UnicodeEncodeError out of the sync loop, which ended; PostgreSQL refused the batch)."""
+    msg = Message("!r:hs", ALICE, "$e", "m.text", "hi \ud800 there")
+    assert await MatrixInbox(db, BOT, "killed").take([(ALICE, msg)], "s1") == [1]
+    (kept,) = await MatrixInbox(db, BOT, "restarted").recover()
+    assert kept.message == msg

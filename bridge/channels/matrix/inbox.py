@@ -55,7 +55,17 @@ class Kept:
 
 
 def payload_of(msg: Message) -> str:
-    return json.dumps(asdict(msg), separators=(",", ":"), ensure_ascii=False)
+    """The message as stored JSON. A lone surrogate (a `\\ud800` escape a homeserver
+    passed on) is no valid Unicode and no database stores it: such a message is kept
+    with every non-ASCII character escaped, which reads back as the same message (the
+    core replaces the surrogate when it reaches it), as Telegram's inbox keeps one."""
+    fields = asdict(msg)
+    payload = json.dumps(fields, separators=(",", ":"), ensure_ascii=False)
+    try:
+        payload.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(fields, separators=(",", ":"))
+    return payload
 
 
 def message_of(payload: dict[str, Any]) -> Message:
