@@ -5,7 +5,8 @@ stop cuts it off, as a kill would): the row stays open. The next start answers
 it even when the homeserver is still away when roost starts (both restarted at
 once): the kept message's room is checked only once a sync answered, not
 failed closed (dropped) at once. A prune of old rows that fails at the start
-costs nothing of what was kept.
+costs nothing of what was kept. A message that MAX_TRIES runs took and none
+finished (one whose handling kills roost) is given up, not taken by every start.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from bridge.channels.matrix.inbox import MatrixInbox
+from bridge.channels.matrix.inbox import MAX_TRIES, MatrixInbox
 from bridge.storage.errors import StorageError
 from bridge.types.backend import ModelEvent, ModelRequest, TextDelta
 from tests.conftest import ScriptedBackend
@@ -130,3 +131,21 @@ async def test_a_prune_that_fails_at_the_start_keeps_nothing_from_being_answered
         await alice.wait(lambda: alice.texts(room, bot) == ["yes, here now"], "answered")
         await r.channel.idle()
     assert len(second.requests) == 1
+
+
+async def test_a_message_no_run_finished_is_given_up_after_max_tries(
+    home: Path, synapse: Synapse, accounts: Accounts, alice: Person
+) -> None:
+    settings = mx_settings(home, synapse, accounts)
+    await left_open(home, synapse, accounts, alice)  # the first run that took it
+    for _ in range(MAX_TRIES - 1):  # each next start takes it again, and is cut off too
+        hanging = Hanging()
+        async with running(settings, hanging) as r:
+            await asyncio.wait_for(hanging.asked.wait(), WAIT_S)
+            r.channel.stop_grace_s = 0.0
+    last = ScriptedBackend("never", "again?!")
+    async with running(settings, last) as r:  # recovered before its first sync was stored
+        await r.channel.idle()
+        assert r.channel.inbox is not None
+        assert await r.channel.inbox.open_count() == 0
+    assert last.requests == []

@@ -109,3 +109,9 @@ async def test_a_message_with_a_lone_surrogate_is_kept_and_read_back(db: Databas
     assert await MatrixInbox(db, BOT, "killed").take([(ALICE, msg)], "s1") == [1]
     (kept,) = await MatrixInbox(db, BOT, "restarted").recover()
     assert kept.message == msg
+
+
+async def test_each_run_that_takes_a_message_counts_in_its_tries(db: Database) -> None:
+    await MatrixInbox(db, BOT, "first").take([said(1)], "s1")
+    counted = [[k.tries for k in await MatrixInbox(db, BOT, f"run{n}").recover()] for n in range(3)]
+    assert counted == [[2], [3], [4]], "the take was the first; past MAX_TRIES: given up"

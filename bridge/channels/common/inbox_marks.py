@@ -116,12 +116,13 @@ class InboxMarks:
             (state, self._now_ms(), self.source, *padded),
         )
 
-    async def left_open(self, columns: str) -> list[Any]:
+    async def left_open(self, columns: str, *, tries: bool = False) -> list[Any]:
         """Take over what earlier processes (other owners) left unanswered: each row
         whose answer already waits in the outbox (`reply:<msg>` for its chat) is marked
-        done, the others are claimed (state `working`, this process their owner; on
-        PostgreSQL skipping rows another transaction holds); the claimed rows'
-        `columns`, in no order. Two statements."""
+        done, the others are claimed (state `working`, this process their owner, and
+        with `tries` one try more; on PostgreSQL skipping rows another transaction
+        holds); the claimed rows' `columns`, in no order. Two statements."""
+        more = ", tries = tries + 1" if tries else ""
         now, db = self._now_ms(), self.db
         await db.execute(  # answered already: the answer waits in the outbox
             "UPDATE channel_inbox SET state = 'done', payload = '', done_ms = ?"
@@ -131,7 +132,7 @@ class InboxMarks:
             (now, self.source, self.owner, self.channel),
         )
         rows = await db.fetch_all(
-            "UPDATE channel_inbox SET state = 'working', owner = ?"
+            f"UPDATE channel_inbox SET state = 'working', owner = ?{more}"
             " WHERE source = ? AND update_id IN (SELECT update_id FROM channel_inbox"
             " WHERE source = ? AND owner != ? AND state IN ('new', 'working')"
             f" {db.dialect.skip_locked}) RETURNING {columns}",

@@ -101,7 +101,7 @@ from bridge.channels.matrix.events import (
     read,
     without_mention,
 )
-from bridge.channels.matrix.inbox import MatrixInbox
+from bridge.channels.matrix.inbox import MAX_TRIES, MatrixInbox
 from bridge.channels.matrix.media import MediaFetcher, Receiving
 from bridge.channels.matrix.platform import group_chat
 from bridge.channels.matrix.reply import MatrixReply, Speak, Undelivered
@@ -301,6 +301,10 @@ class MatrixChannel:
             log.info("matrix: %d message(s) an earlier run left unanswered", len(kept))
         for row in kept:
             if row.message is None:  # not a message this version reads
+                await self._mark(row.update_id, dropped=True)
+            elif row.tries > MAX_TRIES:  # it killed or outlived each run that took it
+                log.error("matrix: message %d was taken %d times without an answer; given up",
+                          row.update_id, row.tries - 1)  # fmt: skip
                 await self._mark(row.update_id, dropped=True)
             elif (routed := await self._route(row.message)) is None:
                 await self._mark(row.update_id)

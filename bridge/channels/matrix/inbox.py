@@ -9,7 +9,10 @@ that stores the token (`take`, one unit on `Database.atomic`). A message is
 then never past the token without a row: a process killed (kill -9, a power
 cut) or stopped before it answered leaves the row open, and the next process
 (or, with instances sharing the account, the next holder of its sync lease)
-takes it over at start (`recover`, oldest first) and answers it. A row is
+takes it over at start (`recover`, oldest first) and answers it; each run that
+took a row counts in its `tries`, and one that MAX_TRIES runs took without
+finishing it (a message whose handling kills its process) is given up rather
+than taken by every start. A row is
 marked `done` once its message was handled (answered, refused, or given up
 after an error a retry would not fix); one whose answer already waits in the
 outbox (`reply:<event id>`) counts as done and is not answered twice. A row's
@@ -36,12 +39,13 @@ from bridge.storage.protocol import Database
 from bridge.storage.units import Unit, execute, fetch_one
 
 NUMBER_TRIES: Final = 64  # instances racing for the source's next number (PostgreSQL)
+MAX_TRIES: Final = 3  # runs that took a message without finishing it: then it is given up
 
 _INSERT = (
     "INSERT INTO channel_inbox (source, update_id, chat, msg, payload, state, owner,"
-    " received_ms, sent_ms) SELECT CAST(? AS TEXT), COALESCE(MAX(update_id), 0) + 1,"
+    " received_ms, sent_ms, tries) SELECT CAST(? AS TEXT), COALESCE(MAX(update_id), 0) + 1,"
     " CAST(? AS TEXT), CAST(? AS TEXT), CAST(? AS TEXT), 'working', CAST(? AS TEXT),"
-    " CAST(? AS BIGINT), CAST(? AS BIGINT) FROM channel_inbox WHERE source = ?"
+    " CAST(? AS BIGINT), CAST(? AS BIGINT), 1 FROM channel_inbox WHERE source = ?"
     " ON CONFLICT (source, update_id) DO NOTHING RETURNING update_id"
 )
 
@@ -52,6 +56,7 @@ class Kept:
 
     update_id: int
     message: Message | None  # None: the row does not hold a message this version reads
+    tries: int = 1  # the runs that took it, this one included (past MAX_TRIES: given up)
 
 
 def payload_of(msg: Message) -> str:
@@ -123,13 +128,15 @@ class MatrixInbox(InboxMarks):
 
     async def recover(self) -> list[Kept]:
         """Take over what earlier processes left unanswered, oldest first (one whose
-        answer waits in the outbox counts as answered: `InboxMarks.left_open`)."""
-        rows = await self.left_open("update_id, payload")
-        return sorted((_kept(int(u), str(p)) for u, p in rows), key=lambda k: k.update_id)
+        answer waits in the outbox counts as answered: `InboxMarks.left_open`); each
+        row taken counts one try more."""
+        rows = await self.left_open("update_id, payload, tries", tries=True)
+        kept = (_kept(int(u), str(p), int(t)) for u, p, t in rows)
+        return sorted(kept, key=lambda k: k.update_id)
 
 
-def _kept(update_id: int, payload: str) -> Kept:
+def _kept(update_id: int, payload: str, tries: int) -> Kept:
     try:
-        return Kept(update_id, message_of(json.loads(payload)))
+        return Kept(update_id, message_of(json.loads(payload)), tries)
     except (TypeError, KeyError, ValueError):
-        return Kept(update_id, None)
+        return Kept(update_id, None, tries)
