@@ -17,9 +17,11 @@ marked `done` once its message was handled (answered, refused, or given up
 after an error a retry would not fix); one whose answer already waits in the
 outbox (`reply:<event id>`) counts as done and is not answered twice. A row's
 number (`update_id`) is the source's next one, as WhatsApp's inbox numbers its
-rows (`MAX + 1`, by the database), and an event id stored once is not stored
-again (a batch taken twice: a holder that died after the commit). The marks,
-the count and the pruning are `InboxMarks`'.
+rows (`MAX + 1`, by the database). Nothing keeps an event id from being
+stored twice (no index on `msg`): a batch is taken twice only when a holder
+that lost its lease while it lived on commits after the next holder read the
+token, and then both rows are answered. The marks, the count and the pruning
+are `InboxMarks`'.
 """
 
 from __future__ import annotations
