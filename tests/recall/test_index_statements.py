@@ -81,3 +81,24 @@ async def test_a_batch_with_known_messages_numbers_only_the_new_ones_in_order(
     for n in (1, 4, 6):  # each found once, with its own text
         hits = await search(index, f"topic{n}", 5)
         assert sorted(h.row.msg_id for h in hits) == [str(n), f"{n}:reply"]
+
+
+async def test_a_fresh_batch_is_one_plain_insert_and_a_known_message_numbers_it_again(
+    traced_index: Traced,
+) -> None:
+    """A live turn's batch (no message known) is numbered from the newest id by a plain
+    multi-row INSERT: no window function, no look-up per row. One with a known message
+    leaves gaps there: its rows go again and the numbering INSERT closes them."""
+    db, statements, indexer, dirs = traced_index
+    await indexer.admit(dirs, _pair(0))
+    statements.clear()
+    assert (await indexer.admit(dirs, [m for n in (1, 2, 3) for m in _pair(n)])).added == 6
+    inserts = [s for s in statements if s.startswith("INSERT OR IGNORE INTO recall_messages")]
+    assert len(inserts) == 1 and "row_number()" not in inserts[0]
+    assert not any(s.startswith("DELETE FROM recall_messages") for s in statements)
+    statements.clear()
+    got = await indexer.admit(dirs, [m for n in (4, 2, 5) for m in _pair(n)])  # 2 known
+    assert (got.added, got.known) == (4, 2)
+    assert any("row_number()" in s for s in statements)
+    rows = await db.fetch_all("SELECT id, msg_id FROM recall_messages WHERE tenant = 't'")
+    assert sorted(r[0] for r in rows) == list(range(1, 13))
