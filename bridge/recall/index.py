@@ -264,7 +264,13 @@ class RecallIndex:
         """Store and index one chunk: each try ONE transaction (`_stored`), the messages its
         INSERT numbered committed together with their terms; messages whose ids another
         writer took at once are numbered again by the next try."""
-        convs = {m.conversation: await self.conversation(m.conversation) for m in chunk}
+        convs: dict[str, int] = {}
+        for m in chunk:  # known conversations without a coroutine each
+            if m.conversation not in convs:
+                known = self._conv_ids.get(m.conversation)
+                convs[m.conversation] = (
+                    known if known is not None else await self.conversation(m.conversation)
+                )
         docs = _documents(chunk)
         todo = list(range(len(chunk)))  # positions in the chunk not stored or known yet
         added = 0

@@ -94,7 +94,8 @@ def _storable(m: Message) -> bool:
     `\\ud800` escape): the database refuses it, and with it the whole batch."""
     try:
         for text in (m.conversation, m.msg_id, m.role, m.text, m.source, m.name):
-            if isinstance(text, str):  # anything else is the database's to refuse
+            # anything else is the database's to refuse; ASCII is valid (a flag: no copy)
+            if isinstance(text, str) and not text.isascii():
                 text.encode("utf-8")
     except UnicodeEncodeError:
         return False
@@ -223,7 +224,7 @@ class Indexer:
                 text = self.clean(dirs, m.text, screened=screened, mask=mask)
                 if text is None:
                     refused += 1
-                elif text.strip():
+                elif text and not text.isspace():  # not blank (no stripped copy)
                     kept.append(m if text == m.text else replace(m, text=text))
         added = await (await self.index(dirs)).add(kept) if kept else 0
         if added:
