@@ -21,6 +21,7 @@ type then name; its character count is what the memory cap measures.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
 import unicodedata
@@ -155,29 +156,31 @@ def index_entries(index_text: str) -> list[str]:
 _ENTRY = re.compile(r"^- (.+) \((user|feedback|project|reference)\): ")
 
 
+def index_files(index_text: str) -> list[str]:
+    """The topic files a MEMORY.md text names (an entry line whose name and type make
+    no file name is left out). Pure."""
+    out = []
+    for line in index_entries(index_text):
+        m = _ENTRY.match(line)
+        if m is not None:
+            with contextlib.suppress(MemoryInputError):
+                out.append(topic_filename(m.group(2), m.group(1)))
+    return out
+
+
 def index_behind(
-    index_text: str | None, index_mtime_ns: int | None, topics: Mapping[str, int | None]
+    named: Iterable[str], index_mtime_ns: int | None, topics: Mapping[str, int | None]
 ) -> bool:
-    """Whether MEMORY.md (its text and modification time; None: missing) is behind the
-    topic files (`topics`: file name -> modification time, None: gone): one was
-    changed or added after the index was written, or an entry of it has no file. The
-    store writes the index after each change of its own, so this is a hand edit (or
-    a topic file copied in). Pure."""
+    """Whether MEMORY.md (the files it names, `index_files`, and its modification time;
+    None: missing) is behind the topic files (`topics`: file name -> modification
+    time, None: gone): one was changed or added after the index was written, or an
+    entry of it has no file. The store writes the index (or marks it current) after
+    each change of its own, so this is a hand edit (or a topic file copied in). Pure."""
     if index_mtime_ns is None:
         return any(t is not None for t in topics.values())
     if any(t is not None and t > index_mtime_ns for t in topics.values()):
         return True
-    for line in index_entries(index_text or ""):
-        m = _ENTRY.match(line)
-        if m is None:
-            continue
-        try:
-            filename = topic_filename(m.group(2), m.group(1))
-        except MemoryInputError:
-            continue
-        if topics.get(filename) is None:
-            return True  # its file was removed (or renamed) by hand
-    return False
+    return any(topics.get(filename) is None for filename in named)  # removed by hand
 
 
 def usage_chars(entries: Iterable[str]) -> int:

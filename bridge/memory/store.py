@@ -20,6 +20,7 @@ tools and commands use is `bridge.memory.service.Memory`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Callable
@@ -388,6 +389,9 @@ class MemoryStore:
         path = dirs.memory / INDEX_NAME
         if _text(path) != text:
             write_text(path, text)
+        else:  # current as of now: a topic saved with its line unchanged is no hand edit
+            with contextlib.suppress(FileNotFoundError):  # (`files.index_behind`)
+                os.utime(path)
 
 
 def _mdir(dirs: TenantDirs) -> Path:

@@ -22,6 +22,8 @@ snapshot at all (`bridge.prompt.now`).
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -29,7 +31,7 @@ from operator import is_
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from bridge.core.filecache import FileCache, StatKey
+from bridge.core.filecache import FileCache, StatKey, sig
 from bridge.loadout import vault
 from bridge.loadout.chat_settings import ChatSettings
 from bridge.loadout.db_changes import TableChanges
@@ -41,7 +43,13 @@ from bridge.loadout.steering import (
     operator_confinement,
     tenant_confinement,
 )
-from bridge.memory.files import INDEX_NAME, index_behind, index_entries, parse_filename
+from bridge.memory.files import (
+    INDEX_NAME,
+    index_behind,
+    index_entries,
+    index_files,
+    parse_filename,
+)
 from bridge.prompt.base import base_prompt
 from bridge.prompt.memo import Keeper, Parts
 from bridge.prompt.now import now_note
@@ -144,6 +152,8 @@ class SnapshotTaker:
         memory store's `rebuild_index`), called when a topic file changed by hand
         since (None: the index is taken as it is)."""
         self._refresh_memory = refresh_memory
+        # memory folder -> (its watch generation, topic file -> mtime ns) at the last look
+        self._topics_seen: dict[str, tuple[int, dict[str, int]]] = {}
         self._styles = dict(styles or {})  # channel -> block 1's line (platform declarations)
         self.home = home
         self.default_tz = default_tz or host_zone()  # [schedule] timezone, else the host
@@ -170,11 +180,13 @@ class SnapshotTaker:
         self._zones: dict[str, tuple[tuple[str, ...], str]] = {}  # tenant -> (profile, zone)
 
     def _lines(self, path: Path, fn: Callable[[str], list[str]]) -> tuple[str, ...]:
-        """fn(text of path), remembered while the cached text object is the same."""
+        """fn(text of path), remembered while the text is the same (the same object, or
+        equal: a file written again with the same bytes keeps its tuple, so the snapshot
+        built from it is kept too)."""
         text = self.files.read(path) or ""
         key = (str(path), fn.__name__)
         hit = self._derived.get(key)
-        if hit is not None and hit[0] is text:
+        if hit is not None and (hit[0] is text or hit[0] == text):
             return hit[1]
         out = tuple(fn(text))
         self._derived[key] = (text, out)
@@ -183,16 +195,15 @@ class SnapshotTaker:
     def _memory(self, dirs: TenantDirs, index: Path) -> tuple[str, ...]:
         """The memory index's entries. A topic file edited, added or removed by hand
         since MEMORY.md was written has the index rebuilt first (`refresh_memory`), so
-        the model sees what the person wrote; the topic files' stats are part of the
-        part's proof, so such an edit is noticed on the next turn."""
+        the model sees what the person wrote: the part depends on every event in the
+        memory folder (an edit in place names no new entry), and `_topic_times` looks
+        at the topic files those events named."""
         if self._refresh_memory is not None:
             files, folder = self.files, dirs.memory
-            topics = {
-                name: _mtime(files.stat_key(folder / name))
-                for name in files.listdir(folder)
-                if parse_filename(name) is not None
-            }
-            if index_behind(files.read(index), _mtime(files.stat_key(index)), topics):
+            files.depend_on(folder)
+            topics = self._topic_times(folder)
+            named = self._lines(index, index_files)  # kept while the text is the same
+            if index_behind(named, _mtime(files.stat_key(index)), topics):
                 self._refresh_memory(dirs)
                 # read past the cache: inside a batch it looked at the watch once, before
                 # this write (the write's event moves the part's proof for the next turn)
@@ -201,6 +212,31 @@ class SnapshotTaker:
                 except OSError:
                     return ()
         return self._lines(index, index_entries)
+
+    def _topic_times(self, folder: Path) -> dict[str, int]:
+        """Each topic file's modification time (ns). With the watch, only the names its
+        events named since the last look are asked again (a save writes one topic among
+        a hundred); without it, or when that is not known, the folder is read whole."""
+        key, watch = str(folder), self.files.watch
+        gen = watch.generation(key) if watch is not None else None  # before the look
+        last = self._topics_seen.get(key)
+        named = watch.named_since(key, last[0]) if watch and gen and last else None
+        if last is None or named is None:
+            times = _topic_times(folder)
+        else:
+            times = dict(last[1])
+            for name in named:
+                if parse_filename(name) is not None:
+                    found = _mtime(sig(folder / name))
+                    if found is None:
+                        times.pop(name, None)
+                    else:
+                        times[name] = found
+        if gen is not None:
+            if len(self._topics_seen) >= 4096:
+                self._topics_seen.clear()
+            self._topics_seen[key] = (gen, times)
+        return times
 
     def _paths(self, dirs: TenantDirs) -> _TenantPaths:
         """The tenant's file paths and confinement, worked out once per tenant directory.
@@ -422,6 +458,20 @@ class SnapshotTaker:
 
 def _mtime(key: StatKey) -> int | None:
     return key[2] if key is not None else None
+
+
+def _topic_times(folder: Path) -> dict[str, int]:
+    """Each topic file of a memory folder and its modification time (ns)."""
+    out: dict[str, int] = {}
+    try:
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if parse_filename(entry.name) is not None:
+                    with contextlib.suppress(FileNotFoundError):
+                        out[entry.name] = entry.stat().st_mtime_ns
+    except (FileNotFoundError, NotADirectoryError):
+        pass
+    return out
 
 
 def _shown(bullets: Sequence[BulletRow], msg_id: str) -> tuple[BulletRow, ...]:

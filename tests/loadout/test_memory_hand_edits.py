@@ -20,7 +20,7 @@ from bridge.core.config import Settings
 from bridge.core.dirwatch import DirWatch
 from bridge.core.filecache import FileCache
 from bridge.loadout.chat_settings import ChatSettings
-from bridge.memory.files import index_behind
+from bridge.memory.files import index_behind, index_files
 from bridge.memory.store import Provenance
 from bridge.types.audit_sink import MemoryAudit
 from bridge.types.tenant_dirs import TenantDirs
@@ -83,16 +83,20 @@ async def test_hand_edits_reach_the_next_prompt_through_the_watched_cache(
     await hand_edits_reach_the_prompt(lo, alice, clock)
 
 
+def behind(index_text: str | None, written: int | None, topics: dict[str, int | None]) -> bool:
+    return index_behind(index_files(index_text or ""), written, topics)
+
+
 def test_the_index_is_behind_only_after_a_hand_edit() -> None:
     written = 1_000_000
-    assert not index_behind(INDEX, written, {"user_coffee.md": written})  # the store's own
-    assert not index_behind(INDEX, written, {"user_coffee.md": written - 5})
-    assert index_behind(INDEX, written, {"user_coffee.md": written + 1})  # edited after
-    assert index_behind(INDEX, written, {"user_coffee.md": written, "user_bike.md": written + 9})
-    assert index_behind(INDEX, written, {})  # its entry's file removed
-    assert index_behind(INDEX, written, {"user_coffee.md": None})
-    assert not index_behind(INDEX, written, {"user_coffee.md": written, "user_old.md": 3})
-    assert index_behind(None, None, {"user_coffee.md": 1})  # no index yet
-    assert not index_behind(None, None, {})
+    assert not behind(INDEX, written, {"user_coffee.md": written})  # the store's own
+    assert not behind(INDEX, written, {"user_coffee.md": written - 5})
+    assert behind(INDEX, written, {"user_coffee.md": written + 1})  # edited after
+    assert behind(INDEX, written, {"user_coffee.md": written, "user_bike.md": written + 9})
+    assert behind(INDEX, written, {})  # its entry's file removed
+    assert behind(INDEX, written, {"user_coffee.md": None})
+    assert not behind(INDEX, written, {"user_coffee.md": written, "user_old.md": 3})
+    assert behind(None, None, {"user_coffee.md": 1})  # no index yet
+    assert not behind(None, None, {})
     odd = "# Memory index\n- a line by hand\n- ??? (user): no slug\n"
-    assert not index_behind(odd, written, {})  # lines that name no file are left alone
+    assert not behind(odd, written, {})  # lines that name no file are left alone
