@@ -8,15 +8,12 @@ edits, back from Synapse.
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 from bridge.channels.matrix.channel import ENCRYPTED
-from bridge.types.backend import ModelEvent, ModelRequest, TextDelta
 from tests.conftest import ScriptedBackend
 from tests.matrix.conftest import Accounts, mx_settings, running
-from tests.matrix.person import WAIT_S, Person
+from tests.matrix.person import Person
 from tests.matrix.synapse_server import Synapse
 
 
@@ -178,38 +175,3 @@ async def test_after_a_restart_nothing_is_answered_twice_and_nothing_missed(
     assert alice.texts(room, bot) == ["first answer", "the one you missed"]
     assert len(first.requests) == 1 and len(second.requests) == 1
     assert "while you were away" in str(second.requests[0].messages[-1].content)
-
-
-class Hanging(ScriptedBackend):
-    """A model that never answers (`asked` is set once a request arrived)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.asked = asyncio.Event()
-
-    async def stream(self, request: ModelRequest) -> AsyncIterator[ModelEvent]:
-        self.requests.append(request)
-        self.asked.set()
-        await asyncio.Event().wait()
-        yield TextDelta("never")
-
-
-async def test_a_message_not_answered_before_a_stop_is_answered_after_the_restart(
-    home: Path, synapse: Synapse, accounts: Accounts, alice: Person
-) -> None:
-    bot = accounts.bot.user_id
-    settings = mx_settings(home, synapse, accounts)
-    hanging = Hanging()
-    async with running(settings, hanging) as r:
-        room = await dm_with_bot(alice, bot)
-        await alice.say(room, "are you there?")
-        await asyncio.wait_for(hanging.asked.wait(), WAIT_S)  # taken, its token stored
-        r.channel.stop_grace_s = 0.0  # the stop cuts the answer off, as a kill would
-    second = ScriptedBackend("yes, here now", "again?!")
-    async with running(settings, second) as r:
-        await alice.wait(lambda: alice.texts(room, bot)[-1:] == ["yes, here now"], "answered")
-        await r.channel.idle()
-        still_open = await r.channel.inbox.open_count() if r.channel.inbox else -1
-    assert len(second.requests) == 1
-    assert "are you there?" in str(second.requests[0].messages[-1].content)
-    assert still_open == 0

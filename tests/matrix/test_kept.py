@@ -25,6 +25,7 @@ from tests.conftest import ScriptedBackend
 from tests.matrix.conftest import Accounts, mx_settings, running
 from tests.matrix.person import WAIT_S, Person
 from tests.matrix.synapse_server import Synapse
+from tests.matrix.test_chat import dm_with_bot
 
 
 class Hanging(ScriptedBackend):
@@ -149,3 +150,24 @@ async def test_a_message_no_run_finished_is_given_up_after_max_tries(
         assert r.channel.inbox is not None
         assert await r.channel.inbox.open_count() == 0
     assert last.requests == []
+
+
+async def test_a_message_not_answered_before_a_stop_is_answered_after_the_restart(
+    home: Path, synapse: Synapse, accounts: Accounts, alice: Person
+) -> None:
+    bot = accounts.bot.user_id
+    settings = mx_settings(home, synapse, accounts)
+    hanging = Hanging()
+    async with running(settings, hanging) as r:
+        room = await dm_with_bot(alice, bot)
+        await alice.say(room, "are you there?")
+        await asyncio.wait_for(hanging.asked.wait(), WAIT_S)  # taken, its token stored
+        r.channel.stop_grace_s = 0.0  # the stop cuts the answer off, as a kill would
+    second = ScriptedBackend("yes, here now", "again?!")
+    async with running(settings, second) as r:
+        await alice.wait(lambda: alice.texts(room, bot)[-1:] == ["yes, here now"], "answered")
+        await r.channel.idle()
+        still_open = await r.channel.inbox.open_count() if r.channel.inbox else -1
+    assert len(second.requests) == 1
+    assert "are you there?" in str(second.requests[0].messages[-1].content)
+    assert still_open == 0
