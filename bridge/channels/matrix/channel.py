@@ -330,16 +330,16 @@ class MatrixChannel:
         routed = await self._taken(batch, history=history)
         if recover:
             await self._recover()
-        now_ms = int(self._clock() * 1000)
         ids: list[int | None] = [None] * len(routed)
-        token = batch.next_batch
-        try:
-            if self.inbox is None:
-                raise StorageError("no inbox")
-            ids = list(await self.inbox.take([(c, m) for c, _, m in routed], token))
-        except StorageError as exc:  # answered all the same, but not kept for a restart
-            if self.inbox is not None:
+        token, kept = batch.next_batch, False
+        if self.inbox is not None:
+            try:
+                ids = list(await self.inbox.take([(c, m) for c, _, m in routed], token))
+                kept = True
+            except StorageError as exc:  # answered all the same, but not kept for a restart
                 log.error("matrix: the messages of a sync could not be stored: %s", exc)
+        if not kept:  # the token alone, if it can be
+            now_ms = int(self._clock() * 1000)
             await self._stored("the sync token", self.store.save_batch(token, now_ms))
         for (chat, inbound, msg), update_id in zip(routed, ids, strict=True):
             self._spawn(chat, inbound, msg, update_id)
