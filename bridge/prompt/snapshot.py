@@ -220,7 +220,9 @@ class SnapshotTaker:
         key, watch = str(folder), self.files.watch
         gen = watch.generation(key) if watch is not None else None  # before the look
         last = self._topics_seen.get(key)
-        named = watch.named_since(key, last[0]) if watch and gen and last else None
+        named = None
+        if watch is not None and gen is not None and last is not None:
+            named = watch.named_since(key, last[0])
         if last is None or named is None:
             times = _topic_times(folder)
         else:

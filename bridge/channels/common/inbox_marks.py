@@ -18,6 +18,7 @@ row keeps only its ids (the payload is dropped at once) and is pruned after
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable
 from typing import Any, Final
@@ -155,6 +156,19 @@ class InboxMarks:
             " AND done_ms < ?",
             (self.source, self._now_ms() - KEEP_MS),
         )
+
+
+def stored_json(value: object) -> str:
+    """A row's payload: `value` as compact JSON. A lone surrogate (a `\\ud800` escape a
+    platform passed on) is no valid Unicode and no database stores it; such a value is
+    kept with every non-ASCII character escaped, which reads back as the same value
+    (the core replaces the surrogate when the message reaches it, `bridge.core.router`)."""
+    payload = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    try:
+        payload.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(value, separators=(",", ":"))
+    return payload
 
 
 def message_ids(shown: object) -> tuple[int, ...]:

@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass
 from functools import partial
 from typing import Any, Final
 
-from bridge.channels.common.inbox_marks import InboxMarks
+from bridge.channels.common.inbox_marks import InboxMarks, stored_json
 from bridge.channels.matrix.events import Media, Message
 from bridge.channels.matrix.store import SAVE_BATCH
 from bridge.storage.errors import StorageError
@@ -62,17 +62,9 @@ class Kept:
 
 
 def payload_of(msg: Message) -> str:
-    """The message as stored JSON. A lone surrogate (a `\\ud800` escape a homeserver
-    passed on) is no valid Unicode and no database stores it: such a message is kept
-    with every non-ASCII character escaped, which reads back as the same message (the
-    core replaces the surrogate when it reaches it), as Telegram's inbox keeps one."""
-    fields = asdict(msg)
-    payload = json.dumps(fields, separators=(",", ":"), ensure_ascii=False)
-    try:
-        payload.encode("utf-8")
-    except UnicodeEncodeError:
-        return json.dumps(fields, separators=(",", ":"))
-    return payload
+    """The message as stored JSON (`stored_json`: one with a lone surrogate, which a
+    homeserver may pass on, ASCII-escaped)."""
+    return stored_json(asdict(msg))
 
 
 def message_of(payload: dict[str, Any]) -> Message:

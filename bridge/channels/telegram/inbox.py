@@ -52,7 +52,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from bridge.channels.common.inbox_marks import InboxMarks, message_ids
+from bridge.channels.common.inbox_marks import InboxMarks, message_ids, stored_json
 from bridge.storage.protocol import Database
 
 _ROW = "update_id, chat, msg, payload, sent_ms, shown"
@@ -100,19 +100,6 @@ def describe(update: Mapping[str, Any]) -> tuple[str, str, int | None]:
     return key, msg, int(sent) * 1000 if isinstance(sent, int) else None
 
 
-def _payload(update: Mapping[str, Any]) -> str:
-    """The update as stored JSON. A lone surrogate (from a `\\ud800` escape Telegram
-    passed on) is no valid Unicode and no database stores it; such an update is kept
-    with every non-ASCII character escaped, which reads back as the same update (the
-    core replaces the surrogate when the message reaches it, `bridge.core.router`)."""
-    payload = json.dumps(update, separators=(",", ":"), ensure_ascii=False)
-    try:
-        payload.encode("utf-8")
-    except UnicodeEncodeError:
-        return json.dumps(update, separators=(",", ":"))
-    return payload
-
-
 class UpdateInbox(InboxMarks):
     """The inbox of one bot (`source`, e.g. "telegram:123456") for one process (`owner`);
     its marks, count and prune are `InboxMarks`'."""
@@ -142,7 +129,7 @@ class UpdateInbox(InboxMarks):
             if not isinstance(update_id, int) or isinstance(update_id, bool):
                 continue
             chat, msg, sent = describe(update)
-            payload = _payload(update)
+            payload = stored_json(update)
             rows.setdefault(
                 update_id,
                 (self.source, update_id, chat, msg, payload, owner, now, sent or now),
