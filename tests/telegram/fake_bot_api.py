@@ -51,6 +51,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import select
 import time
 import unicodedata
 from collections import defaultdict, deque
@@ -204,6 +205,8 @@ class FakeBotAPI:
         self._waiters: list[tuple[Callable[[], bool], asyncio.Future[None]]] = []
         self._closing = False
         self._runner: web.AppRunner | None = None
+        self._sites: list[web.TCPSite] = []
+        self._handling = 0  # calls being handled now (see `quiet`)
         self.port = port  # 0: any free port
         self.app = web.Application(client_max_size=UPLOAD_LIMIT + 1024 * 1024)
         self.app.router.add_route("*", "/bot{token}/{method}", self._dispatch)
@@ -220,6 +223,7 @@ class FakeBotAPI:
         site = web.TCPSite(self._runner, "127.0.0.1", self.port)
         await site.start()
         assert site._server is not None
+        self._sites.append(site)
         self.port = site._server.sockets[0].getsockname()[1]
         return self
 
@@ -233,6 +237,7 @@ class FakeBotAPI:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        self._sites.clear()
 
     # -- scripting ---------------------------------------------------------------------------
 
@@ -417,14 +422,30 @@ class FakeBotAPI:
 
     # -- inspection --------------------------------------------------------------------------
 
-    def quiet(self) -> bool:
-        """No client connection open and no call being handled. After a client is
-        killed, what it wrote just before it died may still wait unread in a socket:
-        its call takes effect when the loop reads it, after the test's next steps. A
-        test heals a failure, or counts what was sent, only once this holds (a
-        long poll still open ends within `max_poll_s`)."""
+    async def quiet(self) -> bool:
+        """No call on its way in and none being handled. After a client is killed, what
+        it wrote just before it died may still wait in the kernel: its call takes effect
+        when the loop reads it, after the test's next steps. A test heals a failure, or
+        counts what was sent, only once this holds (a long poll still open ends within
+        `max_poll_s`). On its way in means any of: a connection waiting in the listen
+        backlog; one the loop accepted whose protocol it has not made yet (asyncio makes
+        it a few loop turns later, in a task); an open connection; a handler still
+        running after its client went (aiohttp lets it finish)."""
+        for _ in range(4):  # accept, the accepting task, connection_made: three turns
+            if not self._idle():
+                return False
+            await asyncio.sleep(0)
+        return self._idle()
+
+    def _idle(self) -> bool:
+        if self._handling:
+            return False
         server = self._runner.server if self._runner is not None else None
-        return server is None or not server.connections
+        if server is not None and server.connections:
+            return False
+        listening = [sock for site in self._sites if site._server for sock in site._server.sockets]
+        waiting, _, _ = select.select(listening, [], [], 0)
+        return not waiting
 
     def calls_of(self, method: str) -> list[Call]:
         return [c for c in self.calls if c.method == method]
@@ -462,6 +483,13 @@ class FakeBotAPI:
     # -- the protocol ------------------------------------------------------------------------
 
     async def _dispatch(self, request: web.Request) -> web.Response:
+        self._handling += 1
+        try:
+            return await self._handle(request)
+        finally:
+            self._handling -= 1
+
+    async def _handle(self, request: web.Request) -> web.Response:
         if request.match_info["token"] != self.token:
             return _error(Failure(401, "Unauthorized"))
         method = request.match_info["method"]
