@@ -17,7 +17,8 @@ import tomllib
 from collections.abc import Mapping
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Literal
+from types import NoneType, UnionType
+from typing import Literal, Union, get_args, get_origin
 from urllib.parse import urlsplit
 
 from pydantic import (
@@ -56,6 +57,7 @@ from bridge.core.config_sections import (
     TenantRule,
     WebSettings,
     WhatsAppSettings,
+    did_you_mean,
     new,
 )
 from bridge.core.credentials import CredentialSource
@@ -174,14 +176,45 @@ def config_source(env: Mapping[str, str]) -> str:
     return str(path) if found else f"the built-in defaults (no {path})"
 
 
+def _table_of(kind: object) -> object:
+    """`kind` without `| None` (a table that may be left out is still that table)."""
+    if get_origin(kind) in (Union, UnionType):
+        kinds = [k for k in get_args(kind) if k is not NoneType]
+        return kinds[0] if len(kinds) == 1 else kind
+    return kind
+
+
+def known_keys(loc: tuple[int | str, ...]) -> list[str]:
+    """The keys the table at `loc` takes (`()`: the top level; `("models", "smart")`:
+    a `[models.X]` table), or [] where `loc` names no table of `Settings`."""
+    kind: object = Settings
+    for part in loc:
+        if get_origin(kind) is dict:  # [tenants.X], [models.X]: any name, one kind of table
+            kind = _table_of(get_args(kind)[1])
+            continue
+        if not (isinstance(kind, type) and issubclass(kind, BaseModel)):
+            return []
+        field = kind.model_fields.get(str(part))
+        if field is None:
+            return []
+        kind = _table_of(field.annotation)
+    if isinstance(kind, type) and issubclass(kind, BaseModel):
+        return list(kind.model_fields)
+    return []
+
+
 def _describe(err: ValidationError, source: str) -> str:
     lines = [f"invalid configuration ({source}):"]
     for e in err.errors():
         key = ".".join(str(p) for p in e["loc"]) or "(top level)"
         env = "ROOST_" + "__".join(str(p).upper() for p in e["loc"])
         reason = e["msg"]
-        if e["type"] == "extra_forbidden":
-            reason = "unknown setting"
+        if e["type"] == "value_error":  # our own sentence, without pydantic's "Value error, "
+            reason = str(e.get("ctx", {}).get("error", reason))
+        if e["type"] == "extra_forbidden" and e["loc"]:
+            table = e["loc"][:-1]
+            prefix = "".join(f"{p}." for p in table)
+            reason = "unknown setting" + did_you_mean(str(e["loc"][-1]), known_keys(table), prefix)
         lines.append(f"  {key}: {reason}  [file key {key!r} or env {env}]")
     return "\n".join(lines)
 

@@ -6,6 +6,7 @@ here check one table at a time and name the key that is wrong.
 
 from __future__ import annotations
 
+import difflib
 import ipaddress
 import json
 import re
@@ -54,6 +55,12 @@ def check_web_token(v: SecretStr | None) -> SecretStr | None:
             f"use at least {WEB_TOKEN_MIN} characters (e.g. from `openssl rand -hex 16`)"
         )
     return v
+
+
+def did_you_mean(given: str, known: list[str], prefix: str = "") -> str:
+    """ "; did you mean llm.model?" for the known key nearest to a misspelt one, else ""."""
+    close = difflib.get_close_matches(given, known, n=1, cutoff=0.6)
+    return f"; did you mean {prefix}{close[0]}?" if close else ""
 
 
 class _Section(BaseModel):
@@ -531,8 +538,9 @@ class TenantRule(_Section):
             if key in cls.model_fields:
                 continue
             if not isinstance(key, str) or not IDS_KEY.fullmatch(key):
+                hint = did_you_mean(str(key), list(cls.model_fields))
                 raise ValueError(
-                    f"{key}: unknown setting (a platform's people are listed as "
+                    f"{key}: unknown setting{hint} (a platform's people are listed as "
                     "<platform>_ids, e.g. telegram_ids)"
                 )
             if isinstance(value, str):  # from the environment: a JSON list

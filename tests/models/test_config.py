@@ -44,7 +44,7 @@ def test_models_take_the_llm_keys_and_the_environment(
             '[models.x]\nprovider = "openai"\n',
             "models.x.base_url: ROOST_MODELS__X__PROVIDER is openai",
         ),
-        ('[models.x]\nbase_url = "ftp://h"\n', "models.x.base_url: Value error, must start with"),
+        ('[models.x]\nbase_url = "ftp://h"\n', "models.x.base_url: must start with"),
         ('[models.x]\nprovider = "offline"\nname = "y"\n', "models.x.name: leave it out"),
         ("[limits]\ndaily_tokens = 0\n", "limits.daily_tokens"),
         ("[tenants.al]\nmonthly_tokens = -1\n", "tenants.al.monthly_tokens"),
