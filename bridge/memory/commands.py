@@ -69,6 +69,12 @@ def _who(topic: Topic) -> str:
     return f"saved by {by}{where}{msg}; created {created}, updated {updated}"
 
 
+def _has_body(topic: Topic) -> bool:
+    """Whether the topic's text says more than its description: a `/remember` saves the
+    one text as both, which `/memory show` printed twice."""
+    return topic.content.strip() != topic.description.strip()
+
+
 def _flag(rest: str, flag: str) -> tuple[str, bool]:
     """`rest` without `flag` (anywhere among its words), and whether it was there."""
     parts = rest.split()
@@ -219,9 +225,8 @@ class MemoryCommands:
         topic = await self._memory.read(ctx.dirs, rest, ctx.now)
         if topic is None:
             raise Refused(f"No memory named {rest!r}. /memory list shows the names.")
-        shown = (
-            f"{topic.name} ({topic.type}): {topic.description}\n{_who(topic)}\n\n{topic.content}"
-        )
+        shown = f"{topic.name} ({topic.type}): {topic.description}\n{_who(topic)}"
+        shown += f"\n\n{topic.content}" if _has_body(topic) else ""
         if not with_history:
             return shown
         earlier = history.versions(ctx.dirs.memory, topic.name)
@@ -230,9 +235,8 @@ class MemoryCommands:
         parts = [shown, f"\nEarlier versions ({len(earlier)}, newest first):"]
         for v in reversed(earlier):
             old = v.topic
-            parts.append(
-                f"\n— replaced {v.replaced_at}; {_who(old)}\n{old.description}\n{old.content}"
-            )
+            body = f"\n{old.content}" if _has_body(old) else ""
+            parts.append(f"\n— replaced {v.replaced_at}; {_who(old)}\n{old.description}{body}")
         return "\n".join(parts)
 
     async def _rm(self, ctx: CommandContext, rest: str) -> str:
