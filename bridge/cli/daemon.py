@@ -188,8 +188,8 @@ SEND_EXITS = """exit status:
   0   an answer, or (with --to) the message queued
   1   the reply is an error, or a slash command that did not run as asked
   2   wrong usage: --key without --to, a --tenant roost does not know, an empty
-      message (or one on stdin past [limits] max_message_chars), a malformed
-      --to, or a --to channel that is not configured (nothing queued)
+      message or one past [limits] max_message_chars (as arguments or on stdin),
+      a malformed --to, or a --to channel that is not configured (nothing queued)
   78  no model is configured (provider auto found none): a slash command or
       --offline still runs; or the configuration is invalid"""
 
@@ -236,8 +236,8 @@ def no_model(r: Roost, text: str, offline: bool) -> bool:
 
 def run_send(args: argparse.Namespace, settings: Settings) -> int:
     """Exit 0 on an answer (or a queued --to message), 1 when the reply is an error,
-    2 for `--key` without `--to` or a `--tenant` neither configured nor with files in
-    the home, 78 when no model is configured (a command or
+    2 for `--key` without `--to`, a `--tenant` neither configured nor with files in
+    the home, or a message empty or too long, 78 when no model is configured (a command or
     `--offline` still runs)."""
     if args.key is not None and args.to is None:
         print(
@@ -267,10 +267,11 @@ def run_send(args: argparse.Namespace, settings: Settings) -> int:
     if not text.strip():
         print("roost send: the message is empty", file=sys.stderr)
         return 2
-    if args.text == ["-"] and len(text) > limit:
+    if len(text) > limit:  # a usage error, on stdin or in the arguments alike
+        size = f"longer than {limit:,}" if args.text == ["-"] else f"{len(text):,}"
         print(
-            f"roost send: the message on stdin is longer than {limit} characters "
-            "([limits] max_message_chars); send it in parts",
+            f"roost send: the message is {size} characters; at most {limit:,} go in one "
+            "([limits] max_message_chars): send it in parts",
             file=sys.stderr,
         )
         return 2
