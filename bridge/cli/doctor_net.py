@@ -3,9 +3,10 @@
 Each is one short GET with a timeout and turns into a `Check`. A model server
 whose `GET /models` answers no list (404 is common; roost does not need it)
 is asked one chat request instead (`doctor_chat.probe_chat`). Secrets never
-reach the output: the model server is named by scheme, host and port only,
-and every message is scrubbed of the bot token and the API key, whatever an
-error string contains. aiohttp and the chat probe's backend are imported by the
+reach the output: the model server is named by scheme, host, port and path (the
+`/v1` the operator wrote, or not), never a user, password or query, and every
+message is scrubbed of the bot token and the API key, whatever an error string
+contains. aiohttp and the chat probe's backend are imported by the
 first check that asks a server: a doctor of a home with no model and no Telegram
 configured imports neither.
 """
@@ -35,9 +36,17 @@ class Check(NamedTuple):
 
 
 def _host(url: str) -> str:
+    """The URL's scheme, host and port: no user, password, path or query."""
     parts = urlsplit(url)
     port = f":{parts.port}" if parts.port else ""
-    return f"{parts.scheme}://{parts.hostname}{port}"
+    host = parts.hostname or ""
+    return f"{parts.scheme}://{f'[{host}]' if ':' in host else host}{port}"
+
+
+def _address(url: str) -> str:
+    """The address a check asked, as the operator wrote it in base_url (`/v1` shown, so
+    a missing one is seen on an ok line too), without a user, password or query."""
+    return _host(url) + urlsplit(url).path.rstrip("/")
 
 
 def _scrub(text: str, *secrets: str) -> str:
@@ -119,7 +128,7 @@ async def check_llm(llm: LLMSettings, timeout_s: float, section: str = "llm") ->
     else:
         url = (base or OPENAI_DEFAULT_BASE_URL).rstrip("/")
         headers = {"Authorization": f"Bearer {key}"} if key else {}
-    where = _host(url)
+    where = _scrub(_address(url), key)
     try:
         status, body = await _get_json(f"{url}/models", headers, timeout_s)
     except (_client_error(), TimeoutError, OSError) as exc:

@@ -35,7 +35,7 @@ async def test_every_named_model_gets_its_own_line(
     # that still answers would only warn)
     status, reason = checks["model:typo"]
     assert status == "FAIL", checks["model:typo"]
-    assert reason.startswith(f"{second.base_url[:-3]}: model big-3 not listed (big-2)"), reason
+    assert reason.startswith(f"{second.base_url}: model big-3 not listed (big-2)"), reason
     assert "a chat request to it failed too" in reason, reason
     # the typo'd table's own settings, not [llm]'s (s46: it said ROOST_LLM__MODEL)
     assert reason.endswith("check [models.typo] model and [models.typo] base_url."), reason

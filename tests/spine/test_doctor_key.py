@@ -26,7 +26,7 @@ async def test_a_wrong_key_fails_though_the_model_list_needs_none(home: Path) ->
         asked = len(llm.requests)
         _, good = await roost("doctor", **env, ROOST_LLM__API_KEY=API_KEY)
     assert code == 1, out
-    where = llm.base_url.removesuffix("/v1")
+    where = llm.base_url  # as base_url has it, /v1 included
     assert lines(out)["backend"] == (
         "FAIL",
         f"{where}: GET /models answered, but the server refused a chat request (HTTP 401): "

@@ -38,4 +38,4 @@ async def test_a_404_under_v1_gets_no_such_hint(home: Path) -> None:
         code, out = await roost("doctor", ROOST_LLM__BASE_URL=llm.base_url, **ENV)
     status, reason = lines(out)["backend"]
     assert (code, status) == (1, "FAIL") and "HTTP 404" in reason, out
-    assert "/v1" not in reason
+    assert "does not end in /v1" not in reason and "try base_url" not in reason
