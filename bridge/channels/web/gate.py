@@ -6,7 +6,8 @@ tenant's `[tenants.X] web_token` to X. Every `/api/*` route reads the
 tenant here and scopes everything it does to it. The channel's `Inbound`
 carries identity `local` for the local tenant and `tenant:X` otherwise
 (`bridge.core.tenants.web_token_rule` resolves it back). `body(...)` reads a
-JSON object into a pydantic model (400 with a reason, 413 when too large);
+JSON object into a pydantic model (400 naming each wrong field and why, never
+the value sent; 413 when too large);
 `chat(...)` reads and checks the `chat` query parameter. `caller(...)` also
 names the token by `token_key` (a short hash: event streams are counted and
 ended per token, `bridge.channels.web.streams`). A tenant `barred` says no to
@@ -16,6 +17,7 @@ ended per token, `bridge.channels.web.streams`). A tenant `barred` says no to
 from __future__ import annotations
 
 import asyncio
+import difflib
 import hashlib
 import hmac
 import re
@@ -43,6 +45,43 @@ class ChatOnly(BaseModel):
 
 
 STOPPING = "roost is stopping, so this message was not answered: send it again in a moment"
+
+
+DENIED = (
+    "missing or wrong access token (Authorization: Bearer <token>). On the roost's "
+    "machine, `roost web-token --link` prints the page's link with its token; a person "
+    "with a page of their own uses the web_token of their [tenants.NAME] table"
+)
+FIELD_NAME = re.compile(r"^[A-Za-z0-9_]{1,40}$")  # a field name shown back as sent
+CHAT_RULE = "1-64 of A-Z a-z 0-9 _ -"
+
+
+def _field(loc: tuple[int | str, ...]) -> str:
+    """Where in the body an error is (`chat`, `attachments.0`); a name the client made up
+    is shown only when it is short and plain (never a long or odd value sent back)."""
+    names = [str(part) for part in loc]
+    if any(not FIELD_NAME.fullmatch(name) for name in names):
+        return "a field"
+    return ".".join(names)
+
+
+def invalid(exc: ValidationError, model: type[BaseModel]) -> str:
+    """Why a body is not `model`: each wrong field by name (at most three), and what is
+    wrong with it, never the value sent (pydantic's messages quote none)."""
+    said = []
+    for e in exc.errors()[:3]:
+        field = _field(e["loc"])
+        if e["type"] == "missing":
+            reason = "missing"
+        elif e["type"] == "extra_forbidden":
+            close = difflib.get_close_matches(str(e["loc"][-1]), list(model.model_fields), n=1)
+            reason = "not a field here" + (f" (did you mean {close[0]}?)" if close else "")
+        elif e["loc"] == ("chat",) and e["type"] == "string_pattern_mismatch":
+            reason = CHAT_RULE
+        else:
+            reason = e["msg"]
+        said.append(f"{field}: {reason}" if field else reason)
+    return "; ".join(said)
 
 
 def error(status: int, message: str) -> web.Response:
@@ -132,10 +171,10 @@ class WebGate:
 
     @staticmethod
     def deny() -> web.Response:
+        """The 401 of every refused token: one text for no token, a wrong one and a
+        barred tenant's, so it says nothing of which tenants exist."""
         return web.json_response(
-            {"error": "missing or wrong access token (Authorization: Bearer <token>)"},
-            status=401,
-            headers={"WWW-Authenticate": "Bearer"},
+            {"error": DENIED}, status=401, headers={"WWW-Authenticate": "Bearer"}
         )
 
     @staticmethod
@@ -150,14 +189,14 @@ class WebGate:
         try:
             return model.model_validate(decode_json_object(raw))
         except (BodyError, ValidationError) as exc:
-            reason = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) else str(exc)
+            reason = invalid(exc, model) if isinstance(exc, ValidationError) else str(exc)
             return error(400, f"send JSON like {example} ({reason})")
 
     @staticmethod
     def chat(request: web.Request) -> str | web.Response:
         chat = request.query.get("chat", "default")
         if not CHAT_ID.fullmatch(chat):
-            return error(400, "chat: 1-64 of A-Z a-z 0-9 _ -")
+            return error(400, f"chat: {CHAT_RULE}")
         return chat
 
     def key(self, request: web.Request) -> SessionKey | web.Response:
