@@ -52,11 +52,10 @@ def run_serve(args: argparse.Namespace, settings: Settings) -> int:
 
 
 CHAT_KEYS = """in the chat:
-  /help (/help all)      the chat commands; anything else goes to the assistant
-  /attach PATH           send a file with your next message (/attach alone lists
-                         what waits, /detach drops it; a dragged-in path works too)
-  /quit or Ctrl-D        leave; Ctrl-C stops a running answer, or clears the line
-  Alt+Enter, or a line ending in \\, starts a new line; Up/Down recall earlier lines
+  /help (/help all): the chat commands; anything else goes to the assistant
+{local}
+  Ctrl-C stops a running answer, or clears the line; Alt+Enter, or a line ending
+  in \\, starts a new line; Up/Down recall earlier lines
 
 It runs as the local tenant (ROOST_LOCAL_TENANT, default local), the web page's;
 the daemon need not run, except for reminders. With stdin or stdout not a terminal
@@ -64,8 +63,10 @@ it reads line by line and writes plain text. Its log: $ROOST_HOME/logs/chat.log.
 
 
 def chat_args(p: argparse.ArgumentParser) -> None:
+    from bridge.channels.terminal.local import help_lines  # the chat's own /help lines
+
     p.formatter_class = argparse.RawDescriptionHelpFormatter  # the epilog's lines as written
-    p.epilog = CHAT_KEYS
+    p.epilog = CHAT_KEYS.format(local="\n".join(help_lines()))
     p.add_argument("--chat", default="terminal", help="conversation name (default terminal)")
 
 

@@ -79,7 +79,7 @@ def test_chat_forget_and_pair_help_say_what_a_newcomer_needs(
     as, where its log goes); `roost forget --help` neither said to stop the daemon nor to
     export first; `roost pair --help` not that TENANT must be configured."""
     chat = help_of(["chat"], capsys)
-    for said in ("/quit or Ctrl-D", "/attach PATH", "/detach", "local tenant", "chat.log"):
+    for said in ("/quit", "Ctrl-D", "/attach PATH", "/detach", "local tenant", "chat.log"):
         assert said in chat, chat
     forget = " ".join(help_of(["forget"], capsys).split())
     assert "roost export --tenant T" in forget and "stop the daemon" in forget, forget

@@ -24,7 +24,7 @@ import asyncio
 import os
 import secrets
 import stat
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from bridge.channels.common.sniff import SUPPORTED, Sniffer
@@ -133,10 +133,6 @@ ATTACH_USAGE = (
     "/attach PATH — the file goes with your next message (or drop the file into the prompt); "
     "/detach drops what waits"
 )
-LOCAL_COMMANDS = (
-    ("attach", "attach a file to your next message: /attach PATH"),
-    ("detach", "drop the files waiting for your next message"),
-)
 
 
 def named_path(argument: str) -> Path:
@@ -153,13 +149,19 @@ def described(att: Attachment) -> str:
 
 
 async def local_command(attacher: Attacher, text: str) -> str | None:
-    """The reply to `/attach …` or `/detach`, run here; None for any other line."""
+    """The reply to a row of `local.LOCAL` answered here (`/attach …`, `/detach`);
+    None for any other line."""
     head, _, argument = text.strip().partition(" ")
-    if head.lower() == "/detach":
-        count = attacher.drop()
-        return f"📎 {count} file{'s' * (count != 1)} dropped" if count else "📎 no file waits"
-    if head.lower() != "/attach":
-        return None
+    answer = ANSWERS.get(head.lower().removeprefix("/")) if head.startswith("/") else None
+    return None if answer is None else await answer(attacher, argument)
+
+
+async def _detach(attacher: Attacher, argument: str) -> str:
+    count = attacher.drop()
+    return f"📎 {count} file{'s' * (count != 1)} dropped" if count else "📎 no file waits"
+
+
+async def _attach(attacher: Attacher, argument: str) -> str:
     if not argument.strip():
         if not attacher.pending:
             return ATTACH_USAGE
@@ -169,6 +171,13 @@ async def local_command(attacher: Attacher, text: str) -> str | None:
     except AttachError as exc:
         return str(exc)
     return f"📎 {described(att)} goes with your next message"
+
+
+# the rows of `local.LOCAL` answered here (its quit row ends the chat loop instead)
+ANSWERS: dict[str, Callable[[Attacher, str], Awaitable[str]]] = {
+    "attach": _attach,
+    "detach": _detach,
+}
 
 
 async def attach_dropped(attacher: Attacher, line: str) -> tuple[str, list[str]]:

@@ -30,14 +30,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, TextIO
 
 from bridge.channels.terminal.controls import shown
+from bridge.channels.terminal.local import QUIT, asks_help, help_text
 from bridge.types.messages import Attachment, DeltaSink, Final, Handle, Inbound, actions_hint
 from bridge.types.progress import ProgressSink
 
 if TYPE_CHECKING:
     from bridge.channels.terminal.attach import Attacher
     from bridge.channels.terminal.inbox import Show, TerminalInbox
-
-QUIT = {"/quit", "/exit", ":q"}
 
 
 class ProgressHandle(Protocol):
@@ -133,6 +132,9 @@ async def chat_loop(backing: Backing, chat: str, inp: TextIO, out: TextIO, banne
                 continue
             async with busy:
                 await _plain_line(backing, text, chat, out, interactive)
+                if asks_help(text):  # the core's commands, then the terminal's own
+                    out.write(help_text() + "\n" + gap)
+                    out.flush()
     finally:
         await stop_watching(watcher)
     return 0

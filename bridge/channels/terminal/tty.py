@@ -34,8 +34,9 @@ from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any, Self, TextIO
 
-from bridge.channels.terminal.channel import QUIT, Backing, inbound, stop_watching, watch_inbox
+from bridge.channels.terminal.channel import Backing, inbound, stop_watching, watch_inbox
 from bridge.channels.terminal.controls import shown
+from bridge.channels.terminal.local import COMPLETIONS, QUIT, asks_help, help_text
 from bridge.types.messages import Final
 from bridge.types.progress import Progress
 
@@ -47,8 +48,7 @@ if TYPE_CHECKING:
 
 TTY_KEYS = (
     "In this terminal: Tab completes a command, ↑/↓ recall earlier lines, Alt+Enter or a "
-    "line ending in \\ starts a new line, Ctrl-C stops an answer, Ctrl-D leaves. "
-    "/attach PATH (or a file dropped into the prompt) sends a file with your next message."
+    "line ending in \\ starts a new line, Ctrl-C stops an answer, Ctrl-D leaves."
 )
 Notice = Callable[[], str | None]  # after a turn: "(2 warnings in …/chat.log)", or None
 
@@ -111,11 +111,10 @@ async def chat_tty(
     notice: Notice | None = None,
 ) -> int:
     """`roost chat` in a terminal, until Ctrl-D or /quit; exit status 0."""
-    from bridge.channels.terminal.attach import LOCAL_COMMANDS
     from bridge.channels.terminal.editor import make_session
 
     modes = Modes.saved(sys.stdin)  # put back on SIGTERM/SIGHUP too, prompt or answer
-    commands = list(LOCAL_COMMANDS)  # the core's join them when the roost is ready
+    commands = list(COMPLETIONS)  # the core's join them when the roost is ready
     ready = asyncio.ensure_future(starting)
     ready.add_done_callback(lambda done: _add_commands(commands, done))  # before any waiter
     session = make_session(history, commands, ready)
@@ -186,8 +185,8 @@ async def _tty_lines(
             said = notice() if notice is not None else None
             if said:
                 screen.console.print(said, style="dim", markup=False, highlight=False)
-        if text.strip().lower() == "/help":
-            screen.console.print(TTY_KEYS, markup=False)
+        if asks_help(text):  # the core's commands, then the terminal's own and its keys
+            screen.console.print(help_text() + "\n" + TTY_KEYS, markup=False)
 
 
 async def _line(
