@@ -206,9 +206,24 @@ def skip_pydantic_plugins(environ: MutableMapping[str, str]) -> None:
     environ.setdefault(name, value)
 
 
+def unrecognized(name: str | None, extra: list[str]) -> str:
+    """argparse's "unrecognized arguments" line; for `send` and a word of the message
+    that looks like an option (`/memory show coffee --history`), how to send it."""
+    said = f"unrecognized arguments: {' '.join(extra)}"
+    if name == "send" and extra[0].startswith("-"):
+        said += (
+            f"; to send {extra[0]} as part of the message, put the message in quotes or "
+            "after -- (roost send -- /memory show coffee --history)"
+        )
+    return said
+
+
 def _main(argv: Sequence[str] | None, own: bool) -> int:
     os.umask(PRIVATE_UMASK)  # before anything is created, in every subcommand
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        parser.error(unrecognized(args.command, extra))  # exit 2, as parse_args
     row = command(args.command or "serve")
     # imported once a command was chosen: `roost --help` stays lean
     from bridge.app.logging_setup import Redactor, secret_values, setup_logging
