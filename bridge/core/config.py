@@ -7,12 +7,15 @@ Environment variables win over the file and nest with `__`
 sit between the two. Invalid configuration raises `ConfigError` whose
 message names the key and the reason; the CLI turns it into exit status 78.
 A file that is not UTF-8 (or starts with a byte-order mark) or not TOML, or a
-`ROOST_CONFIG` naming a directory, is a `ConfigError` of one line too.
+`ROOST_CONFIG` naming a directory, is a `ConfigError` of one line too (a bare word
+where text belongs, `model = llama3.2`, is told to go in quotes). A misspelt key is
+refused naming the nearest known one (`known_keys`, "did you mean llm.model?").
 """
 
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from contextvars import ContextVar
@@ -370,7 +373,31 @@ def read_toml(path: Path) -> dict[str, object]:
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"invalid configuration: cannot read {path}: {exc}") from exc
+        hint = unquoted_hint(str(exc), text)
+        raise ConfigError(f"invalid configuration: cannot read {path}: {exc}{hint}") from exc
+
+
+_AT_LINE = re.compile(r"^Invalid value \(at line (\d+), column \d+\)$")
+_BARE = re.compile(r"^\s*([A-Za-z0-9_.-]+)\s*=\s*[A-Za-z]")
+
+
+def unquoted_hint(reason: str, text: str) -> str:
+    """For tomllib's "Invalid value" at a `key = word` line (`model = llama3.2`, a URL
+    without quotes): "; text goes in quotes: model = \"...\"" (the value is never shown:
+    it may be a key); `True` gets TOML's lowercase `true`."""
+    at = _AT_LINE.match(reason)
+    lines = text.splitlines()
+    if at is None or not 0 < int(at[1]) <= len(lines):
+        return ""
+    bare = _BARE.match(lines[int(at[1]) - 1])
+    if bare is None:
+        return ""
+    value = lines[int(at[1]) - 1].partition("=")[2].partition("#")[0].strip()
+    if value.lower() in ("true", "false"):  # True, FALSE
+        return f"; TOML writes {value.lower()} in lowercase: {bare[1]} = {value.lower()}"
+    if value.lower() in ("inf", "nan"):
+        return ""
+    return f'; text goes in quotes: {bare[1]} = "..."'
 
 
 def misspelt_env(env: Mapping[str, str]) -> str | None:

@@ -70,3 +70,27 @@ def test_the_known_keys_are_the_settings_tables() -> None:
     assert "web_token" in known_keys(("tenants", "bob"))
     assert known_keys(()) and "llm" in known_keys(())
     assert known_keys(("llm", "model")) == [] and known_keys(("nothing",)) == []
+
+
+@pytest.mark.parametrize(
+    ("toml", "hint"),
+    [
+        ("[llm]\nbase_url = http://127.0.0.1:11434/v1\n", 'text goes in quotes: base_url = "..."'),
+        ("[llm]\nmodel = llama3.2  # Ollama's\n", 'text goes in quotes: model = "..."'),
+        ("[web]\nmetrics = True\n", "TOML writes true in lowercase: metrics = true"),
+    ],
+)
+def test_a_bare_word_in_the_file_is_told_to_be_quoted(
+    home: Path, monkeypatch: pytest.MonkeyPatch, toml: str, hint: str
+) -> None:
+    """s47 as a newcomer: tomllib's "Invalid value (at line 2, column 12)" said nothing
+    of the quotes a URL or a model name needs."""
+    said = refusal(toml, monkeypatch)
+    assert said.endswith(f"Invalid value (at line 2, column {toml.index('=') - 3}); {hint}")
+
+
+def test_the_hint_never_shows_the_value(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    said = refusal("[llm]\napi_key = sk-s3cr3t-value\n", monkeypatch)
+    assert said.endswith('; text goes in quotes: api_key = "..."') and "s3cr3t" not in said
+    said = refusal('[web]\nport = "8080\n', monkeypatch)  # another fault: tomllib's words alone
+    assert "quotes" not in said
