@@ -182,6 +182,8 @@ async def _chat_instead(
         return Check("ok", line, f"{where}: {llm.model} answered a chat request ({listed})")
     if "HTTP 404" not in failed and not failed.startswith("not_found"):
         hint = ""  # the chat path was there: /v1 is not what is wrong
+    if hint:  # every path missing: not "no model 'x'", which sent people to llm.model
+        failed = "HTTP 404 too"
     return Check(
         "FAIL", line, f"{where}: a chat request to {llm.model} failed, {failed} ({listed}){hint}"
     )

@@ -33,3 +33,17 @@ async def test_no_query_is_shown(home: Path) -> None:
     _, reason = lines(out)["backend"]
     assert reason.startswith(f"{llm.base_url}: "), out
     assert "qu3ry" not in out and API_KEY not in out
+
+
+async def test_without_v1_the_line_blames_the_address_not_the_model(home: Path) -> None:
+    """s47 as a newcomer: the line said "The model server has no model 'llama3.2' ...
+    check llm.model" before the /v1 hint, when every path was missing."""
+    async with FakeOpenAI(api_key=API_KEY, models=["fake-model"]) as llm:
+        bare = llm.base_url.removesuffix("/v1")
+        _, out = await roost("doctor", ROOST_LLM__BASE_URL=bare, **ENV)
+    status, reason = lines(out)["backend"]
+    assert status == "FAIL" and reason.startswith(
+        f"{bare}: a chat request to fake-model failed, HTTP 404 too (GET /models answered "
+        "HTTP 404); llm.base_url does not end in /v1"
+    ), reason
+    assert "no model" not in reason and "check llm.model" not in reason
