@@ -320,7 +320,7 @@ export function createChat({ api, view, tokens, whoami = null, transcript = null
     try {
       token = tokens.set(raw);
     } catch {
-      view.showTokenForm("That does not look like a token: paste the value after #token= in the link `roost web-token --link` prints.");
+      view.showTokenForm("That does not look like a token: paste the value after #token= in the link “roost web-token --link” prints.");
       return false;
     }
     await enter(token);

@@ -15,7 +15,7 @@ import { ApiError } from "./api.js";
 import { normalizeCommands } from "./commands.js";
 
 export const REFUSED =
-  "The daemon refused this access token (a wrong or an old one). On the machine roost runs on, `roost web-token --link` prints the current link: open it, or paste its token here.";
+  "The daemon refused this access token (a wrong or an old one). On the machine roost runs on, “roost web-token --link” prints the current link: open it, or paste its token here.";
 
 export function createLoader({ api, view, chatId, isIdle, onRefused }) {
   let list = [];

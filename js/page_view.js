@@ -209,7 +209,7 @@ export function createPageView(win, els, messages, actions) {
     },
     showTokenForm(message) {
       els.accountNotice.hidden = true;
-      els.tokenMessage.textContent = message || "Paste the access token, or open the page's link with it: on the machine roost runs on, `roost web-token --link` prints the link (the token is in $ROOST_HOME/web-token).";
+      els.tokenMessage.textContent = message || "Paste the access token, or open the page's link with it: on the machine roost runs on, “roost web-token --link” prints the link (the token is in $ROOST_HOME/web-token).";
       els.tokenMessage.classList.toggle("warn", Boolean(message));
       els.tokenView.hidden = false;
       els.composer.hidden = true;

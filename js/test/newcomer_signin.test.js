@@ -2,7 +2,7 @@
 // a fresh browser opening a #token= link with a wrong token was told "The daemon
 // refused the stored token", and the form said the daemon "printed it at its first
 // start" (never so under systemd or with stdout piped). Both now name the command
-// that prints the page's link, `roost web-token --link`.
+// that prints the page's link, “roost web-token --link”.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
@@ -30,14 +30,14 @@ test("a fresh browser's link with a wrong token: refused, not called the stored 
   assert.equal(e.view.hidden, false);
   assert.doesNotMatch(e.message.textContent, /stored/);
   assert.match(e.message.textContent, /refused this access token/);
-  assert.match(e.message.textContent, /`roost web-token --link` prints the current link/);
+  assert.match(e.message.textContent, /“roost web-token --link” prints the current link/);
 });
 
 test("the form names the command that prints the link, not a first start", async () => {
   const win = fakeWindow({ fetch: daemon("right") });
   await startPage(win).ready;
   const e = els(win);
-  assert.match(e.message.textContent, /`roost web-token --link` prints the link/);
+  assert.match(e.message.textContent, /“roost web-token --link” prints the link/);
   assert.doesNotMatch(e.message.textContent, /first start/);
 });
 
