@@ -45,6 +45,7 @@ per token and per tenant, 429 past it; ended when a reload drops their token).
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
@@ -101,6 +102,20 @@ SECURITY_HEADERS = {
 async def _no_version(request: web.Request, response: web.StreamResponse) -> None:
     """`Server: roost`, not aiohttp's default naming the Python and aiohttp versions."""
     response.headers["Server"] = "roost"
+
+
+def listen_advice(errno_: int | None) -> str:
+    """What to change when the page's socket cannot listen: the port another program
+    holds, or a host this machine does not have (each by its file key and variable)."""
+    if errno_ == errno.EADDRNOTAVAIL:
+        return (
+            "This machine has no such address: set [web] host (ROOST_WEB__HOST) to one of "
+            "its own, e.g. 127.0.0.1."
+        )
+    return (
+        "Another roost (or program) may use it: stop it or set [web] port "
+        "(ROOST_WEB__PORT) to a free one."
+    )
 
 
 class WebChannel:
@@ -251,7 +266,7 @@ class WebChannel:
             self._runner = None
             raise ChannelStartError(
                 f"the web bridge cannot listen on {self._host}:{self._port}: {exc.strerror}. "
-                "Another roost (or program) may use it: stop it or set ROOST_WEB__PORT."
+                + listen_advice(exc.errno)
             ) from None
         self.port = site.port
         self._hosts.listen_on(self.port)
