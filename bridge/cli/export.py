@@ -112,7 +112,12 @@ def run_export(args: argparse.Namespace, settings: Settings) -> int:
             file=sys.stderr,
         )
         return 1
-    print(f"exported tenant {args.tenant} to {out} ({count(len(done.names), 'file')}, mode 0600)")
+    # the counts `/export` gives the person (their files, rows, records), then the ZIP's
+    print(
+        f"exported tenant {args.tenant} to {out} (mode 0600): {count(done.files, 'file')}, "
+        f"{count(done.rows, 'database row')} and {count(done.audit, 'audit record')}, in "
+        f"{count(len(done.names), 'ZIP entry', 'ZIP entries')}"
+    )
     return 0
 
 
