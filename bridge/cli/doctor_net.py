@@ -14,6 +14,7 @@ configured imports neither.
 from __future__ import annotations
 
 import asyncio
+import re
 import shutil
 from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 from urllib.parse import urlsplit
@@ -189,6 +190,20 @@ async def _chat_instead(
     )
 
 
+BOT_TOKEN = re.compile(r"^\d{3,}:[A-Za-z0-9_-]{30,}$")  # as @BotFather gives it
+
+
+def _token_shape(token: str) -> str:
+    """After a failed Bot API check: a hint when telegram.token is not shaped like a bot
+    token (a paste that lost a part, a placeholder); never the token."""
+    if BOT_TOKEN.fullmatch(token):
+        return ""
+    return (
+        "; telegram.token does not look like a bot token (digits, a colon and about 35 "
+        "letters, digits, - and _, as @BotFather gives it)"
+    )
+
+
 async def check_telegram(settings: Settings, timeout_s: float) -> list[Check]:
     """getMe (the token works) and getWebhookInfo (polling or the webhook and its errors)."""
     tg = settings.telegram
@@ -200,10 +215,12 @@ async def check_telegram(settings: Settings, timeout_s: float) -> list[Check]:
         me_status, me = await _get_json(f"{base}/getMe", {}, timeout_s)
         hook_status, hook = await _get_json(f"{base}/getWebhookInfo", {}, timeout_s)
     except (_client_error(), TimeoutError, OSError) as exc:
-        return [Check("FAIL", "telegram", _scrub(f"Bot API: {_failure(exc)}", token))]
+        said = _scrub(f"Bot API: {_failure(exc)}", token) + _token_shape(token)
+        return [Check("FAIL", "telegram", said)]
     if me_status != 200 or not isinstance(me, dict) or not me.get("ok"):
         hint = " (the token was rejected)" if me_status in (401, 404) else ""
-        return [Check("FAIL", "telegram", f"getMe answered HTTP {me_status}{hint}")]
+        said = f"getMe answered HTTP {me_status}{hint}{_token_shape(token)}"
+        return [Check("FAIL", "telegram", said)]
     name = str(me.get("result", {}).get("username", "?"))
     checks = [Check("ok", "telegram", _scrub(f"getMe: @{name}", token))]
     result = hook.get("result") if isinstance(hook, dict) else None
