@@ -2,7 +2,8 @@
 
 It is the first of four layers (lint, restricted compile + guards, a confined
 process, the path gate) and gives the model actionable findings; it is not the
-boundary on its own. Codes: F00x size/syntax, F01x imports, F02x names and
+boundary on its own. Codes: F00x size/syntax (F005: a bidirectional control
+character, which makes code read otherwise than it runs), F01x imports, F02x names and
 reflection, F03x statements, F04x tool format (see forge.schema), F048 a `net`
 call to a literal host the tool does not declare (see forge.lint_net).
 """
@@ -21,6 +22,17 @@ MAX_LINES = 1500
 MAX_NODES = 20_000
 MAX_DEPTH = 40
 MAX_LITERAL_CHARS = 16 * 1024
+# Unicode's explicit bidirectional formatting characters (UAX #9: embeddings,
+# overrides and isolates; the marks LRM, RLM and ALM only lean the characters
+# next to them and stay allowed, as in rustc, for right-to-left text in
+# strings). Written raw, anywhere in the text, they reorder what a person sees
+# of a line without changing what Python runs ("Trojan Source",
+# CVE-2021-42574): a comment can show as code and code as a comment, and
+# `/tool show` and the consent prompt show the source as it is. rustc and
+# pylint refuse them in source for the same reason; a tool that needs one
+# writes its escape ("\u202e") inside a string.
+BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
+MAX_BIDI_FINDINGS = 5
 
 REFLECTION = frozenset(
     [
@@ -269,6 +281,9 @@ def lint(source: str) -> list[Finding]:
         return [Finding(1, 0, "F002", f"source has more than {MAX_LINES} lines")]
     if "\x00" in source:
         return [Finding(1, 0, "F001", "source contains a NUL byte")]
+    bidi = _bidi_findings(source)
+    if bidi:
+        return bidi
     try:
         tree = ast.parse(source, filename="<tool>")
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
@@ -288,3 +303,35 @@ def lint(source: str) -> list[Finding]:
     findings.extend(format_findings)
     findings.extend(lint_net.check(tree))
     return sorted(set(findings), key=lambda f: (f.line, f.col, f.code, f.message))
+
+
+def escape_bidi(text: str) -> str:
+    """`text` with each bidirectional control as its escape (`\\u202e`): for a
+    description the model gives beside the source, which the consent prompt shows."""
+    if BIDI_CONTROLS.isdisjoint(text):
+        return text
+    return "".join(f"\\u{ord(c):04x}" if c in BIDI_CONTROLS else c for c in text)
+
+
+def _bidi_findings(source: str) -> list[Finding]:
+    """One F005 for each raw bidirectional control (the first few), by line and column."""
+    if BIDI_CONTROLS.isdisjoint(source):
+        return []
+    found = []
+    for number, line in enumerate(source.split("\n"), start=1):  # as Python counts lines
+        for col, char in enumerate(line):
+            if char in BIDI_CONTROLS:
+                escape = f"\\u{ord(char):04x}"
+                found.append(
+                    Finding(
+                        number,
+                        col,
+                        "F005",
+                        f"raw bidirectional control U+{ord(char):04X} in the source: it makes "
+                        "the code read otherwise than it runs (Trojan Source); remove it, or "
+                        f'write it as the escape "{escape}" inside a string',
+                    )
+                )
+                if len(found) == MAX_BIDI_FINDINGS:
+                    return found
+    return found
