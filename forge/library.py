@@ -21,7 +21,8 @@ from typing import Any
 
 from forge.atomic import private_dir, remove_orphan_temps, write_atomic
 from forge.findings import Finding
-from forge.lint import escape_bidi, lint
+from forge.lint import lint
+from forge.lint_text import escape_hidden
 from forge.names import BadName, bare_name, check_name, qualified
 from forge.policy.compile import CompileFailed, compile_tool
 from forge.schema import ToolFormatError, describe_tool
@@ -104,7 +105,7 @@ def build_spec(name: str, description: str, source: str) -> CreateResult:
         return CreateResult(None, tuple(exc.findings))
     except CompileFailed as exc:
         return CreateResult(None, tuple(exc.findings))
-    desc = escape_bidi(" ".join(description.split())) or info.description
+    desc = escape_hidden(" ".join(description.split())) or info.description
     spec = ToolSpec(
         name, desc, source, info.schema, info.secrets, sha256_text(source), info.network
     )

@@ -2,8 +2,8 @@
 
 It is the first of four layers (lint, restricted compile + guards, a confined
 process, the path gate) and gives the model actionable findings; it is not the
-boundary on its own. Codes: F00x size/syntax (F005: a bidirectional control
-character, which makes code read otherwise than it runs), F01x imports, F02x names and
+boundary on its own. Codes: F00x size/syntax (F005, F006: text that reads
+otherwise than it runs, see forge.lint_text), F01x imports, F02x names and
 reflection, F03x statements, F04x tool format (see forge.schema), F048 a `net`
 call to a literal host the tool does not declare (see forge.lint_net).
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 
-from forge import lint_net
+from forge import lint_net, lint_text
 from forge.findings import Finding
 from forge.modules import ALLOWED_NAMES, allowed_modules_text
 from forge.schema import inspect_tool
@@ -22,17 +22,6 @@ MAX_LINES = 1500
 MAX_NODES = 20_000
 MAX_DEPTH = 40
 MAX_LITERAL_CHARS = 16 * 1024
-# Unicode's explicit bidirectional formatting characters (UAX #9: embeddings,
-# overrides and isolates; the marks LRM, RLM and ALM only lean the characters
-# next to them and stay allowed, as in rustc, for right-to-left text in
-# strings). Written raw, anywhere in the text, they reorder what a person sees
-# of a line without changing what Python runs ("Trojan Source",
-# CVE-2021-42574): a comment can show as code and code as a comment, and
-# `/tool show` and the consent prompt show the source as it is. rustc and
-# pylint refuse them in source for the same reason; a tool that needs one
-# writes its escape ("\u202e") inside a string.
-BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
-MAX_BIDI_FINDINGS = 5
 
 REFLECTION = frozenset(
     [
@@ -281,9 +270,9 @@ def lint(source: str) -> list[Finding]:
         return [Finding(1, 0, "F002", f"source has more than {MAX_LINES} lines")]
     if "\x00" in source:
         return [Finding(1, 0, "F001", "source contains a NUL byte")]
-    bidi = _bidi_findings(source)
-    if bidi:
-        return bidi
+    hidden = lint_text.hidden_findings(source)
+    if hidden:
+        return hidden
     try:
         tree = ast.parse(source, filename="<tool>")
     except (SyntaxError, ValueError, RecursionError, MemoryError) as exc:
@@ -296,42 +285,10 @@ def lint(source: str) -> list[Finding]:
         visitor.visit(tree)
     except RecursionError:
         return [Finding(1, 0, "F003", f"code nested deeper than {MAX_DEPTH} levels")]
-    findings = visitor.findings
+    findings = visitor.findings + lint_text.identifier_findings(tree, source)
     if visitor.nodes > MAX_NODES:
         findings.append(Finding(1, 0, "F002", f"source has more than {MAX_NODES} syntax nodes"))
     _, format_findings = inspect_tool(tree)
     findings.extend(format_findings)
     findings.extend(lint_net.check(tree))
     return sorted(set(findings), key=lambda f: (f.line, f.col, f.code, f.message))
-
-
-def escape_bidi(text: str) -> str:
-    """`text` with each bidirectional control as its escape (`\\u202e`): for a
-    description the model gives beside the source, which the consent prompt shows."""
-    if BIDI_CONTROLS.isdisjoint(text):
-        return text
-    return "".join(f"\\u{ord(c):04x}" if c in BIDI_CONTROLS else c for c in text)
-
-
-def _bidi_findings(source: str) -> list[Finding]:
-    """One F005 for each raw bidirectional control (the first few), by line and column."""
-    if BIDI_CONTROLS.isdisjoint(source):
-        return []
-    found = []
-    for number, line in enumerate(source.split("\n"), start=1):  # as Python counts lines
-        for col, char in enumerate(line):
-            if char in BIDI_CONTROLS:
-                escape = f"\\u{ord(char):04x}"
-                found.append(
-                    Finding(
-                        number,
-                        col,
-                        "F005",
-                        f"raw bidirectional control U+{ord(char):04X} in the source: it makes "
-                        "the code read otherwise than it runs (Trojan Source); remove it, or "
-                        f'write it as the escape "{escape}" inside a string',
-                    )
-                )
-                if len(found) == MAX_BIDI_FINDINGS:
-                    return found
-    return found
