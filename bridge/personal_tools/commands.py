@@ -45,6 +45,7 @@ from bridge.personal_tools.consent import (
     capabilities,
     code_lines,
     confirm_command,
+    fenced,
     params,
     prompt,
     refusal,
@@ -438,9 +439,7 @@ def _draft_text(draft: Draft) -> str:
             f"{spec.name}({params(spec.schema)}) — {spec.description}",
             *capabilities(spec),
             *code_lines(spec, "the code below")[1:],
-            "```python",
-            spec.source.rstrip(),
-            "```",
+            fenced(spec.source.rstrip(), "python"),
         )
     )
 
@@ -457,9 +456,7 @@ def _saved_text(t: SavedTool) -> str:
             f"last use {_when(u.last_used_ms)}",
             f"Secrets: {', '.join(t.spec.secrets) or 'none'}",
             f"Network: {', '.join(t.spec.network) or 'none'}",
-            "```python",
-            t.spec.source.rstrip(),
-            "```",
+            fenced(t.spec.source.rstrip(), "python"),
         )
     )
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import re
 from typing import TYPE_CHECKING, Any
 
 from forge.lint_net import undeclared_calls
@@ -74,6 +75,16 @@ def capability_changes(old: ToolSpec, new: ToolSpec) -> list[str]:
     )
 
 
+def fenced(text: str, info: str) -> str:
+    """`text` as a Markdown code block whose fence no line of it can close: one
+    backtick more than its longest run (CommonMark 4.5), as skills' diffs. A
+    source line of three backticks (in a docstring) closed a plain fence, and what
+    followed it showed as roost's own text, bold and all (session 47's attacker pass)."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{info}\n{text}\n{fence}"
+
+
 def short_diff(old: str, new: str, name: str, limit: int = DIFF_LINES) -> str:
     """The changed lines (`-` old, `+` new, no context), at most `limit`, each cut;
     the rest is read with `/tool show NAME`."""
@@ -88,7 +99,7 @@ def short_diff(old: str, new: str, name: str, limit: int = DIFF_LINES) -> str:
     shown = lines[:limit] + (
         [f"… {more} more changed lines (the whole code: /tool show {name})"] if more > 0 else []
     )
-    return "```diff\n" + "\n".join(shown) + "\n```"
+    return "```diff\n" + "\n".join(shown) + "\n```"  # each line starts with - or +
 
 
 def _caps_line(spec: ToolSpec) -> str:
