@@ -26,7 +26,7 @@ INSTANCE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 
 def check_instance(name: str) -> str:
     """`name` when it can name an instance's chain; ValueError saying why not."""
-    if not INSTANCE_NAME.match(name):
+    if not INSTANCE_NAME.fullmatch(name):
         raise ValueError(
             f"instance name {name!r} must be 1-63 of A-Z, a-z, 0-9, '.', '_' and '-', "
             "starting with a letter or digit"
@@ -61,7 +61,7 @@ def chain_files(audit_dir: Path) -> list[Path]:
         for n in names
         if n.startswith(_PREFIX)
         and n.endswith(_SUFFIX)
-        and INSTANCE_NAME.match(n[len(_PREFIX) : -len(_SUFFIX)])
+        and INSTANCE_NAME.fullmatch(n[len(_PREFIX) : -len(_SUFFIX)])
     )
     first = [DEFAULT] if DEFAULT in names else []
     return [audit_dir / n for n in first + named]

@@ -190,7 +190,7 @@ def _check_string(value: str, last: str, rescued: bool) -> None:
             if _HEX_RE.match(value):
                 return
             raise _Drop
-        if not _SLUG_RE.match(value):
+        if not _SLUG_RE.fullmatch(value):
             raise _Drop
     if len(value) > MAX_STRING or has_control(value) or len(value.split()) > MAX_WORDS:
         raise _Drop
@@ -244,7 +244,7 @@ def _redact_map(
     out: dict[str, object] = {}
     nested = bool(prefix)
     for i, (key, value) in enumerate(details.items()):
-        if not isinstance(key, str) or (key not in _RULES and not KEY_RE.match(key)):
+        if not isinstance(key, str) or (key not in _RULES and not KEY_RE.fullmatch(key)):
             dropped.append(prefix + INVALID_KEY)
             continue
         if i >= MAX_ITEMS:

@@ -36,7 +36,7 @@ def kept_skills(dirs: TenantDirs, cache: FileCache) -> list[Skill]:
 def read_skills(dirs: TenantDirs, cache: FileCache) -> list[Skill]:
     out: list[Skill] = []
     for filename in sorted(cache.listdir(dirs.skills)):
-        match = SKILL_FILE.match(filename)
+        match = SKILL_FILE.fullmatch(filename)
         if match is None:
             continue
         text = cache.read(dirs.skills / filename)

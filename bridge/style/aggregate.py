@@ -72,7 +72,7 @@ def graded_turns(records: Iterable[Mapping[str, Any]]) -> list[GradedTurn]:
 def _names(raw: object) -> tuple[str, ...]:
     if not isinstance(raw, list):
         return ()
-    return tuple(sorted({s for s in raw if isinstance(s, str) and SKILL_NAME.match(s)}))
+    return tuple(sorted({s for s in raw if isinstance(s, str) and SKILL_NAME.fullmatch(s)}))
 
 
 def skill_counts(

@@ -53,7 +53,7 @@ async def home(tmp_path: Path) -> Path:
     return home
 
 
-@pytest.mark.parametrize("bad", ["", "-a", ".a", "a/b", "..", "a b", "a" * 64, "é"])
+@pytest.mark.parametrize("bad", ["", "-a", ".a", "a/b", "..", "a b", "a" * 64, "é", "a\n"])
 def test_instance_names_that_cannot_name_a_file_are_refused(bad: str) -> None:
     with pytest.raises(ValueError, match="instance name"):
         check_instance(bad)

@@ -166,3 +166,9 @@ async def test_nothing_sensitive_reaches_the_chain_file(tmp_path: Path) -> None:
             if len(fragment) >= 8:
                 assert fragment not in raw
                 assert fragment.replace("'", "\\u0027") not in raw
+
+
+def test_a_key_or_slug_with_a_trailing_newline_is_not_taken_as_plain() -> None:
+    """`$` matches before a final newline: the rules match the whole key and value."""
+    out = redact({"ref\n": "x", "name": "abc\n"})
+    assert "ref\n" not in out and out.get("name") != "abc\n"
