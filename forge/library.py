@@ -89,8 +89,13 @@ class CreateResult:
         return self.tool is not None
 
 
+MAX_DESCRIPTION = 300  # characters: one line, shown in every prompt's tool list
+
+
 def build_spec(name: str, description: str, source: str) -> CreateResult:
-    """Lint, check the format, and compile; findings go back to the model."""
+    """Lint, check the format, and compile; findings go back to the model. The
+    description (or else the docstring's first line) is one line of at most
+    MAX_DESCRIPTION characters: every turn's tool list and the consent prompt show it."""
     try:
         check_name(name)
     except BadName as exc:
@@ -106,6 +111,20 @@ def build_spec(name: str, description: str, source: str) -> CreateResult:
     except CompileFailed as exc:
         return CreateResult(None, tuple(exc.findings))
     desc = escape_hidden(" ".join(description.split())) or info.description
+    if len(desc) > MAX_DESCRIPTION:
+        said = "the description" if description.strip() else "run()'s docstring's first line"
+        return CreateResult(
+            None,
+            (
+                Finding(
+                    1,
+                    0,
+                    "N002",
+                    f"{said} has {len(desc)} characters; keep it to one line of at most "
+                    f"{MAX_DESCRIPTION} saying what the tool does (details go in the docstring)",
+                ),
+            ),
+        )
     spec = ToolSpec(
         name, desc, source, info.schema, info.secrets, sha256_text(source), info.network
     )

@@ -10,6 +10,7 @@ import pytest
 
 from forge.calls import Reveal, call_saved
 from forge.library import (
+    MAX_DESCRIPTION,
     IntegrityError,
     SessionTools,
     ToolExists,
@@ -147,3 +148,17 @@ async def test_undeclared_secret_is_not_passed(runner: SandboxRunner, workspace:
     src = "def run() -> str:\n    '''d'''\n    return secret('other')\n"
     res = await runner.run(src, {}, workspace, secrets={"other": "x"})
     assert res.error_kind == "runtime" and "SECRETS" in res.error_message
+
+
+def test_a_description_longer_than_a_line_is_refused_with_a_finding() -> None:
+    """Every prompt's tool list shows it: a 5,000-character description is refused, as is
+    a docstring whose first line is as long, and the model is told the bound."""
+    tools = SessionTools()
+    long = tools.create("chat1", "adder", "word " * 1000, SRC)
+    assert not long.ok and long.findings[0].code == "N002"
+    assert "the description has 4999 characters" in long.findings[0].message
+    assert tools.get("chat1", "adder") is None
+    by_doc = tools.create("chat1", "adder", "", SRC.replace("Add two numbers.", "a" * 400, 1))
+    assert not by_doc.ok and "docstring" in by_doc.findings[0].message
+    fits = tools.create("chat1", "adder", "x" * MAX_DESCRIPTION, SRC)
+    assert fits.ok
