@@ -61,6 +61,7 @@ from bridge.core.turn import TurnRunner, TurnSettings
 from bridge.core.unreachable import DATABASE_DOWN, database_down
 from bridge.storage.errors import DatabaseUnavailable, StorageError
 from bridge.types.audit_sink import AuditSink
+from bridge.types.masked import Masked
 from bridge.types.messages import DeltaSink, Final, Inbound, Queued, Reply, valid_inbound
 from bridge.types.progress import ProgressSink
 from bridge.types.tenant_dirs import TenantDirs
@@ -393,8 +394,13 @@ def acknowledge(reply: Queued, ahead: int) -> None:
 
 
 def masked(final: Final, mask: OutputMask) -> Final:
-    """The reply as it leaves: its text and its buttons through the tenant's masker."""
+    """The reply as it leaves: its text and its buttons through the tenant's masker
+    (`final` itself when it has no buttons and its text is masked already, as the
+    masker leaves it: a turn's answer, masked by the turn)."""
+    text = mask.mask(final.text)
+    if not final.actions and type(final.text) is Masked and text == final.text:
+        return final
     actions = tuple(
         replace(a, label=mask.mask(a.label), command=mask.mask(a.command)) for a in final.actions
     )
-    return replace(final, text=mask.mask(final.text), actions=actions)
+    return replace(final, text=text, actions=actions)

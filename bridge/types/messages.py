@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, fields, replace
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
@@ -86,10 +87,23 @@ def _valid_texts(item: _T) -> _T:
     return replace(item, **changed) if changed else item
 
 
+_INBOUND_TEXTS = attrgetter(*(f.name for f in fields(Inbound) if f.type == "str"))
+
+
 def valid_inbound(inbound: Inbound) -> Inbound:
     """`inbound` with every text it carries valid Unicode (`valid_unicode`): the text,
     the quote, the names, ids and each attachment's name, path and type. The core's
-    first step with a message (`bridge.core.router`): a channel need not know."""
+    first step with a message (`bridge.core.router`): a channel need not know. A
+    message without attachments whose texts joined encode (a lone surrogate in any of
+    them fails it: joining makes no code point and takes none away) is itself, told
+    by one encode in C (the usual case; else each field is looked at as before)."""
+    if not inbound.attachments:
+        try:
+            "".join(_INBOUND_TEXTS(inbound)).encode("utf-8")
+        except (TypeError, UnicodeEncodeError):  # not a str (a channel's bug), or invalid
+            pass
+        else:
+            return inbound
     attachments = tuple(_valid_texts(a) for a in inbound.attachments)
     if any(a is not b for a, b in zip(attachments, inbound.attachments, strict=True)):
         inbound = replace(inbound, attachments=attachments)
