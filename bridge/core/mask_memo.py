@@ -87,11 +87,16 @@ def _common(now: tuple[ChatMessage, ...], last: tuple[ChatMessage, ...]) -> int:
 
 def masker_of(redact: Redact) -> tuple[object, object] | None:
     """(the masker object, its method) of a bound masker method: what the memos here are
-    kept by; None when `redact` is not one (nothing to key on: mask every time)."""
-    owner, func = getattr(redact, "__self__", None), getattr(redact, "__func__", None)
-    now = getattr(owner, "masker_now", None)  # a turn's masker (`TurnMask`): the one of now
-    if now is not None:
-        return masker_of(now().mask)
+    kept by; None when `redact` is not one (nothing to key on: mask every time). A
+    turn's masker (`TurnMask`) names the one of now (`masker_now`), looked at in a loop
+    rather than by a call again (twice a step, five times a turn)."""
+    owner = getattr(redact, "__self__", None)
+    now = getattr(owner, "masker_now", None)
+    while now is not None:
+        redact = now().mask
+        owner = getattr(redact, "__self__", None)
+        now = getattr(owner, "masker_now", None)
+    func = getattr(redact, "__func__", None)
     return None if owner is None or func is None else (owner, func)
 
 

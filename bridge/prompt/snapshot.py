@@ -178,6 +178,10 @@ class SnapshotTaker:
         self._remember = remember
         self._bases: dict[str, str] = {}
         self._zones: dict[str, tuple[tuple[str, ...], str]] = {}  # tenant -> (profile, zone)
+        # what vouches for each view's part, by its declaration (made once: a view's
+        # `tables` and `files` are its own for its life): its tables, () when it reads
+        # none, None when nothing vouches (`_view_token`)
+        self._vouch = tuple(self._vouching(v) for v in (skills, style, tools))
 
     def _lines(self, path: Path, fn: Callable[[str], list[str]]) -> tuple[str, ...]:
         """fn(text of path), remembered while the text is the same (the same object, or
@@ -271,16 +275,21 @@ class SnapshotTaker:
         """The current minute in the person's zone, put before their newest message."""
         return now_note(now, self.zone(dirs))
 
-    def _view_token(self, view: object, tenant: str) -> Hashable | None:
-        """What vouches for a view's answer (None: nothing; ask it every turn)."""
+    def _vouching(self, view: object) -> tuple[str, ...] | None:
+        """The tables whose versions vouch for a view's answer (() none: it reads no
+        table; None: nothing vouches, so it is asked every turn)."""
         said = declared(view)
         if said is None or (said.files is not None and said.files is not self.files):
             return None
         if not said.tables:
             return ()
-        if self._changes is None:
-            return None
-        return self._changes.token(said.tables, tenant)
+        return None if self._changes is None else said.tables
+
+    def _view_token(self, tables: tuple[str, ...] | None, tenant: str) -> Hashable | None:
+        """What vouches for a view's answer now, by its tables (`_vouching`)."""
+        if not tables or self._changes is None:
+            return tables
+        return self._changes.token(tables, tenant)
 
     async def prepare(self, tenant: str) -> None:
         """Read the tenant's prompt rows that are missing or stale in their stores' mirrors
@@ -309,9 +318,9 @@ class SnapshotTaker:
             "profile": (),
             "memory": (),
             "vault": (),
-            "skills": self._view_token(self._skills, tenant),
-            "style": self._view_token(self._style, tenant),
-            "tools": self._view_token(self._tools, tenant),
+            "skills": self._view_token(self._vouch[0], tenant),
+            "style": self._view_token(self._vouch[1], tenant),
+            "tools": self._view_token(self._vouch[2], tenant),
         }
         chats: dict[str, Hashable | None] = {"chat": chat_token, "persona": persona_token}
         if not self._cached:

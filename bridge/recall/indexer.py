@@ -91,9 +91,16 @@ class Admitted:
 
 def _storable(m: Message) -> bool:
     """False when a text of `m` is not valid Unicode (a lone surrogate, from a JSON
-    `\\ud800` escape): the database refuses it, and with it the whole batch."""
+    `\\ud800` escape): the database refuses it, and with it the whole batch. Texts all
+    ASCII (a flag each, looked at in C: no copy, no frame) say so at once."""
+    texts = (m.conversation, m.msg_id, m.role, m.text, m.source, m.name)
     try:
-        for text in (m.conversation, m.msg_id, m.role, m.text, m.source, m.name):
+        if all(map(str.isascii, texts)):
+            return True
+    except TypeError:  # not all text: each is looked at
+        pass
+    try:
+        for text in texts:
             # anything else is the database's to refuse; ASCII is valid (a flag: no copy)
             if isinstance(text, str) and not text.isascii():
                 text.encode("utf-8")
