@@ -47,6 +47,7 @@ from bridge.audit.store import (
 
 log = logging.getLogger(__name__)
 REPAIRED = "audit.repaired"
+CHECKED = 4096  # (event, tenant) pairs remembered as checked (`AuditChain._check`)
 
 
 @dataclass
@@ -92,6 +93,9 @@ class AuditChain:
         self._ino = -1  # the inode open on `_fd` (an fd's inode never changes)
         self._cache: tuple[int, int, str] | None = None  # size, seq, hash after our last batch
         self.batches = 0  # number of fsynced batches, for the benchmark
+        # (event, tenant) pairs whose names passed `check_event` and `check_tenant`: a
+        # turn's three records are checked by two set looks, not six regular expressions
+        self._checked: set[tuple[str, str | None]] = set()
 
     async def open(self) -> None:
         await asyncio.to_thread(self._open_sync)
@@ -140,8 +144,7 @@ class AuditChain:
             raise RuntimeError("audit chain is not open")
         items = []
         for event, tenant, details in events:
-            check_event(event)
-            check_tenant(tenant)
+            self._check(event, tenant)
             items.append(_Pending(event, tenant, dict(details), self._now()))
         if not items:
             return None
@@ -153,8 +156,7 @@ class AuditChain:
 
     async def append(self, event: str, tenant: str | None, details: Mapping[str, object]) -> int:
         """Like `emit`, returning the record's sequence number."""
-        check_event(event)
-        check_tenant(tenant)
+        self._check(event, tenant)
         if self._thread is None:
             raise RuntimeError("audit chain is not open")
         loop = asyncio.get_running_loop()
@@ -162,6 +164,18 @@ class AuditChain:
         self._queue.put(item)
         assert item.future is not None
         return await item.future
+
+    def _check(self, event: str, tenant: str | None) -> None:
+        """`check_event` and `check_tenant` (a `ValueError`), each pair checked once (at
+        most `CHECKED` pairs kept: then all are forgotten and checked again)."""
+        pair = (event, tenant)
+        if pair in self._checked:
+            return
+        check_event(event)
+        check_tenant(tenant)
+        if len(self._checked) >= CHECKED:
+            self._checked.clear()
+        self._checked.add(pair)
 
     def _fit(self, pending: list[_Pending]) -> None:
         """Fit each event's details to its schema (on the writer thread, before the

@@ -146,7 +146,7 @@ class RunningTurns(Generic[K]):
         context.run(_STOP.set, run.flag)
         run.task = asyncio.create_task(turn(delta, progress), context=context)
         self._runs[key] = run
-        final = Final(stopped_text(""), "stopped")
+        final: Final | None = None  # a failure told to the listeners as stopped
         try:
             final = await run.task
         except asyncio.CancelledError:
@@ -160,7 +160,7 @@ class RunningTurns(Generic[K]):
         finally:
             if self._runs.get(key) is run:
                 del self._runs[key]
-            run.tell(("final", final))
+            run.tell(("final", final or Final(stopped_text(""), "stopped")))
             run.ended.set()
         return final
 
