@@ -175,14 +175,6 @@ class DirWatch:
             if mine:
                 self._owner = None
 
-    def _quiet(self) -> bool:
-        """No event to take now, as far as this call needs to know (one `poll`, none
-        inside a `batch`)."""
-        owner = self._owner
-        if owner is not None and owner == _ident():
-            return True
-        return not self._ready()
-
     def generation(self, directory: str) -> int | None:
         """The directory's change generation (None: cannot be watched; check with stat)."""
         both = self.generations(directory)
@@ -197,7 +189,7 @@ class DirWatch:
         """(generation, entries generation) of the directory, or None as above."""
         # No event queued and no drain half-way (checked in this order): the generations
         # are those of every change made so far, read without the lock.
-        owner = self._owner  # `_quiet`, inline (a call per cached file)
+        owner = self._owner  # an event queued? (one `poll`; none inside this thread's `batch`)
         queued = False  # the look below saw an event: the drain reads without looking again
         if not self._closed:
             queued = (owner is None or owner != _ident()) and self._ready()
@@ -222,7 +214,7 @@ class DirWatch:
         """The generation of one entry of the directory: moves with every event naming
         it, and with every event of the directory itself (None: as `generation`). A file
         written beside it (a database's log) leaves it alone."""
-        owner = self._owner  # `_quiet`, inline (a call per cached file)
+        owner = self._owner  # an event queued? (one `poll`; none inside this thread's `batch`)
         queued = False
         if not self._closed:
             queued = (owner is None or owner != _ident()) and self._ready()
@@ -289,7 +281,8 @@ class DirWatch:
         queue; None when the watch is closed (none holds)."""
         if self._closed:
             return None
-        queued = not self._quiet()
+        owner = self._owner  # an event queued? (one `poll`; none inside this thread's `batch`)
+        queued = (owner is None or owner != _ident()) and self._ready()
         if queued or self._lock.locked():
             with self._lock:
                 if self._closed:

@@ -49,7 +49,9 @@ class TurnMask:
         return self._now
 
     def mask(self, text: str) -> Masked:
-        return self.masker_now().mask(text)
+        if len(self._refused) != self._seen:  # `masker_now`, inline (several calls a turn)
+            return self.masker_now().mask(text)
+        return self._now.mask(text)
 
     def screened(self, text: str) -> Masked:
         """`text` masked, and also without what the secret screen would refuse in its head
@@ -67,7 +69,9 @@ class TurnMask:
         return self.masker_now().also(texts)
 
     def split(self, text: str, sent: int = 0, *, end: bool = False) -> tuple[Masked, str]:
-        return self.masker_now().split(text, sent, end=end)
+        if len(self._refused) != self._seen:  # `masker_now`, inline (a call per delta)
+            return self.masker_now().split(text, sent, end=end)
+        return self._now.split(text, sent, end=end)
 
     def stream(self) -> MaskedDeltas:
         """The turn's deltas masked as they come, each piece by the masker of now."""
