@@ -87,7 +87,7 @@ def _valid_texts(item: _T) -> _T:
     return replace(item, **changed) if changed else item
 
 
-_INBOUND_TEXTS = attrgetter(*(f.name for f in fields(Inbound) if f.type == "str"))
+_INBOUND_TEXTS = attrgetter(*(f.name for f in fields(Inbound) if f.type in ("str", str)))
 
 
 def valid_inbound(inbound: Inbound) -> Inbound:
