@@ -58,7 +58,7 @@ class MaskedDeltas:
     def _read(self, new: str, *, end: bool) -> Masked:
         # valid Unicode before the offsets are counted: a surrogate pair split between two
         # pieces would otherwise become one character inside the masker
-        text = self._left + valid_unicode(new)
+        text = self._left + (new if new.isascii() else valid_unicode(new))
         out, self._pending = self._masker.split(text, len(self._left), end=end)
         # never from the middle of an escape (the second `\` of `\\u0041` is no escape)
         sent = len(text) - len(self._pending)

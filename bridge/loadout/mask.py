@@ -1057,6 +1057,7 @@ class Masker:
             for form in sorted(spellings(span)):
                 by_form.setdefault(form, REFUSED_MARK)
         self._matcher = Matcher(by_form)
+        self._any = bool(self._matcher)  # anything to mask (read on every `mask`)
         self._marks = frozenset(by_form.values())
         self._idempotent: bool | None = None
 
@@ -1079,9 +1080,10 @@ class Masker:
         return self._idempotent
 
     def mask(self, text: str) -> Masked:
-        text = valid_unicode(text)  # what leaves roost or is stored is valid Unicode
-        if not self._matcher or not text:
-            return Masked(text)
+        if not text.isascii():  # ASCII is valid Unicode (a flag: no call)
+            text = valid_unicode(text)  # what leaves roost or is stored is valid Unicode
+        if not self._any or not text:  # nothing to mask: masked already as it is
+            return text if type(text) is Masked else Masked(text)
         return Masked(self._matcher.sub(text))
 
     def also(self, texts: Iterable[str]) -> Masker:
@@ -1102,7 +1104,9 @@ class Masker:
     def split(self, text: str, sent: int = 0, *, end: bool = False) -> tuple[Masked, str]:
         """(masked text safe to send now, raw tail to hold back); the first `sent`
         characters of `text` were sent already (`Matcher.split`)."""
-        out, held = self._matcher.split(valid_unicode(text), sent, end=end)
+        out, held = self._matcher.split(
+            text if text.isascii() else valid_unicode(text), sent, end=end
+        )
         return Masked(out), held
 
 
