@@ -34,9 +34,16 @@ from bridge.types.messages import Inbound
 # test that takes `browsers`) share one chromium per worker (tests/spine/conftest.py,
 # about 2 s of CPU to launch): one group, one launch. A test that takes a group's server
 # (GROUP_FIXTURES) from a file outside the group stops the run at collection.
+# tests/mcp's files that start roost in an MCP client's minimal environment (no LANG, no
+# SSL_CERT_*: tests/mcp/conftest.py's `roost_env`) are one group too: such a start forks
+# from a sibling fork server of that environment (tests/forkserver.py), an import of roost
+# (about 1.5 s of CPU) on every worker that got one of them.
 SERVER_GROUPS = {
     "tests/storage/": "postgres",
     "tests/matrix/": "synapse",
+    "tests/mcp/test_server_": "mcp-minimal-env",
+    "tests/mcp/test_partial_tree.py": "mcp-minimal-env",
+    "tests/mcp/test_client_http.py": "mcp-minimal-env",
     "tests/spine/test_browser": "browser",
     "tests/spine/test_web_account_switch.py": "browser",
     "tests/spine/test_web_page_chat_name_limit.py": "browser",
