@@ -136,26 +136,22 @@ def _texts(draw: st.DrawFn) -> str:
     return text
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(_texts())
-def test_generated_texts_are_decided_as_the_oracle_decides(text: str) -> None:
-    _same(text)
-
-
 FOUND: list[bool] = []
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_texts())
-def _oracle_finds(text: str) -> None:
-    FOUND.append(bool(oracle.secret_kinds(text)))
+def _decided_as_the_oracle_decides(text: str) -> None:
+    _same(text)
+    FOUND.append(bool(oracle.secret_kinds(text)))  # remembered: `_same` asked it
 
 
-def test_the_generated_texts_hold_secrets_and_clean_texts() -> None:
-    # what the strategy draws (the comparison above draws from it too): the oracle
-    # alone decides it, the screen's comparison is the test above
+def test_generated_texts_are_decided_as_the_oracle_decides() -> None:
+    # and the texts compared hold secrets and clean texts, or the comparison proves little
+    # (the oracle alone decides which; one run of the strategy for both: before, a second
+    # test drew 300 more texts for the oracle alone, about 1.2 s of CPU)
     FOUND.clear()
-    _oracle_finds()
+    _decided_as_the_oracle_decides()
     assert len(FOUND) >= 100 and sum(FOUND) >= len(FOUND) // 5 and not all(FOUND)
 
 
