@@ -186,6 +186,19 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         )
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What collection left (every test module, roost and its libraries imported, 8,000
+    items: about 200,000 objects a worker) is moved out of the garbage collector's reach
+    (`gc.freeze`), after one collection of what is garbage already: it lives to the end
+    of the session anyway, and each full collection during the tests scanned all of it
+    again (about 0.1 s of CPU each; the collector's CPU fell from 2.3 to 1.6 s in a
+    1,224-test run in one process). Objects the tests make are collected as before."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def roost_fork_server() -> Iterator[Any]:
     """The `roost` processes of this worker's tests fork from one pre-imported server

@@ -111,7 +111,9 @@ def test_main_embedded_with_arguments_leaves_the_collector_alone(home: Path) -> 
     frozen = gc.get_freeze_count()
     assert main(["access", "list"]) == 0
     assert gc.isenabled()
-    assert gc.get_freeze_count() == frozen
+    # nothing frozen (a freeze adds every object, > 10,000); the count may fall: the suite
+    # froze what its collection left (tests/conftest.py), and a frozen object freed leaves it
+    assert gc.get_freeze_count() <= frozen
 
 
 def test_resume_does_nothing_when_the_collector_is_on() -> None:
