@@ -203,8 +203,9 @@ async def test_a_mark_that_cannot_be_written_is_told_to_each_caller(
     got = await asyncio.gather(box.done(1), box.done(2), return_exceptions=True)
     assert [type(g) for g in got] == [StorageError, StorageError]
     monkeypatch.setattr(db, "execute", real)
-    await box.done(3)  # the next mark is written again
-    assert [s for _, s, _, _ in await rows(db)] == ["working", "working", "done"]
+    await box.done(3)  # the next mark is written, the two that failed with it
+    assert [s for _, s, _, _ in await rows(db)] == ["done", "done", "done"]
+    assert box.unwritten == 0
 
 
 async def test_two_instances_storing_one_update_at_once_store_it_once(open_db: OpenDb) -> None:

@@ -12,7 +12,14 @@ a moment writes the batch itself, after one turn of the event loop for the
 others to join, and a task writes what came meanwhile: a lone mark (one
 chat's answer) makes no task and waits on no future of its own. A marked
 row keeps only its ids (the payload is dropped at once) and is pruned after
-`KEEP_MS`.
+`KEEP_MS`. A mark whose write failed (the database away, a full disk) is kept
+(in memory, at most `KEPT_MARKS`) and written with the next batch, or by
+`flush` at stop: an answer delivered while the database was away is not
+answered again at the next start because its mark was lost with the moment.
+`stored_answer` tells recovery whether the session already holds a message's
+exchange (the turn ran to its end before the process died): then the stored
+answer is delivered, the model is not asked again and the turn is not stored
+twice.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ from typing import Any, Final
 from bridge.storage.protocol import Database
 
 KEEP_MS: Final = 3 * 86_400_000  # platforms redeliver for at most a day; ids are kept longer
+KEPT_MARKS: Final = 100_000  # failed marks kept for the next write (ids: a few MB at most)
 
 
 class InboxMarks:
@@ -45,6 +53,7 @@ class InboxMarks:
         self._marks: list[tuple[int, str, asyncio.Future[None]]] = []  # done, not written yet
         self._writing = False  # a caller or `_marking` is writing marks now
         self._marking: asyncio.Task[None] | None = None  # the task writing later marks
+        self._failed: dict[int, str] = {}  # marks whose write failed: written with the next
 
     def _now_ms(self) -> int:
         return int(self._clock() * 1000)
@@ -87,17 +96,17 @@ class InboxMarks:
     async def _write(self, batch: list[tuple[int, str, asyncio.Future[None]]]) -> None:
         """Commit one batch of marks (one UPDATE per state) and settle each mark's future:
         its result, or the write's exception (each waiting caller hears it)."""
+        states = dict(self._failed)  # marks that failed before go with this batch
+        states.update((uid, state) for uid, state, _ in batch)
         try:
-            for state in ("done", "dropped"):
-                ids = [uid for uid, s, _ in batch if s == state]
-                if ids:
-                    await self._mark_all(ids, state)
+            await self._write_states(states)
         except asyncio.CancelledError:
             if asyncio.current_task() is self._marking:  # the loop is closing: nobody waits
                 for _, _, mark in batch + self._marks:  # in vain
                     mark.cancel()
             raise
         except Exception as exc:
+            self._keep_failed(states)
             for _, _, mark in batch:
                 if not mark.done():
                     mark.set_exception(exc)
@@ -105,6 +114,33 @@ class InboxMarks:
         for _, _, mark in batch:
             if not mark.done():  # a caller cancelled meanwhile: written all the same
                 mark.set_result(None)
+
+    async def _write_states(self, states: dict[int, str]) -> None:
+        """One UPDATE per state; the failed marks among `states` are forgotten once written."""
+        for state in ("done", "dropped"):
+            ids = [uid for uid, s in states.items() if s == state]
+            if ids:
+                await self._mark_all(ids, state)
+        for uid in states:
+            self._failed.pop(uid, None)
+
+    def _keep_failed(self, states: dict[int, str]) -> None:
+        """Keep marks whose write failed for the next write (the oldest go past the cap)."""
+        self._failed.update(states)
+        while len(self._failed) > KEPT_MARKS:
+            del self._failed[next(iter(self._failed))]
+
+    @property
+    def unwritten(self) -> int:
+        """Marks whose write failed and that are kept for the next write."""
+        return len(self._failed)
+
+    async def flush(self) -> None:
+        """Write the marks that failed before (at stop); raises `StorageError` when the
+        database is still away (then they are lost with the process: the next start
+        finds those rows open, see `stored_answer`)."""
+        if self._failed and not self._writing:
+            await self._write_states(dict(self._failed))
 
     async def _mark_all(self, ids: list[int], state: str) -> None:
         """One UPDATE for `ids`; the list padded (with its last id) to a power of two so
@@ -140,6 +176,24 @@ class InboxMarks:
             (self.owner, self.source, self.source, self.owner),
         )
         return list(rows)
+
+    async def stored_answer(self, chat: str, msg: str) -> str | None:
+        """The answer the session stored for message `msg` of `chat` (this channel's
+        session rows with that msg_id: the turn ran to its end, its answer was going
+        out or went out), or None when no turn of it was stored. Asked only for rows an
+        earlier process left open, so a process killed between the turn's end and the
+        done mark neither asks the model again nor stores the turn twice."""
+        if not msg:
+            return None
+        row = await self.db.fetch_one(
+            "SELECT role, content FROM session_messages WHERE tenant IN"
+            " (SELECT tenant FROM sessions WHERE channel = ? AND chat = ?)"
+            " AND channel = ? AND chat = ? AND msg_id = ? ORDER BY id DESC LIMIT 1",
+            (self.channel, chat, self.channel, chat, msg),
+        )
+        if row is None or row[0] != "assistant" or not str(row[1]).strip():
+            return None
+        return str(row[1])
 
     async def open_count(self) -> int:
         """Updates not answered yet (any owner)."""

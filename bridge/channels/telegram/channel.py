@@ -79,7 +79,7 @@ from bridge.channels.telegram.inbox import UpdateInbox
 from bridge.channels.telegram.input import chat_of, message_inbound, to_answer
 from bridge.channels.telegram.outbox import OutboxSender
 from bridge.channels.telegram.replay import Durable, Outcome, too_old
-from bridge.channels.telegram.reply import RESUMES, TelegramReply, Undelivered
+from bridge.channels.telegram.reply import RESUMES, TelegramReply, Undelivered, shown_parts
 from bridge.channels.telegram.send import DeliveryError, Sender, SendFailed, SendPolicy
 from bridge.channels.telegram.shared import SharedWork
 from bridge.channels.telegram.stream import StreamTiming
@@ -174,7 +174,9 @@ class TelegramChannel:
         token = settings.token.get_secret_value()
         self.connection = Connection(self._connect, self._disconnect, token, self._opts.reconnect)
         self.durable = (
-            Durable(inbox, self._dispatch, self._drop, settings.answer_max_age_s)
+            Durable(
+                inbox, self._dispatch, self._drop, settings.answer_max_age_s, resend=self._resend
+            )
             if inbox is not None
             else None
         )
@@ -331,6 +333,8 @@ class TelegramChannel:
             for task in pending:
                 task.cancel()
             await asyncio.wait(pending, timeout=self._opts.stop_grace_s)
+        if self.durable is not None:  # marks that failed while the database was away
+            await self.durable.flush()
         if self.app.running:
             await self.app.stop()
         with contextlib.suppress(TelegramError):
@@ -488,6 +492,20 @@ class TelegramChannel:
         inbound = message_inbound(msg, self.app.bot.username)
         key = f"dropped:{msg.message_id}"
         await self.undelivered(inbound, too_old(update, age_s), key)
+
+    async def _resend(self, update: Update, text: str, shown: tuple[int, ...]) -> bool:
+        """The answer an earlier process stored for an update it may not have delivered
+        (killed before its done mark): into the outbox, editing the messages a draft of it
+        was shown in; whether it was kept (a button press's answer is not: answered again)."""
+        msg = update.message
+        if msg is None or msg.from_user is None or self.undelivered is None:
+            return False
+        inbound = message_inbound(msg, self.app.bot.username)
+        try:
+            return await self.undelivered(inbound, text, "", shown_parts(list(shown)))
+        except Exception:
+            log.exception("telegram: a stored answer could not be kept in the outbox")
+            return False
 
     async def _unkey(self, chat_id: int, shown: tuple[int, ...]) -> None:
         """The draft an earlier process (killed) showed of an answer that will not come

@@ -19,6 +19,14 @@
   showed of its answer loses its Stop button) and it is marked dropped.
   A mark that cannot be written (the database is away) is logged: the update
   stays open and the next start answers it again.
+- an update an earlier process left open whose turn the session already
+  stored (killed between the turn's end and the done mark: its answer was
+  going out or went out) is not asked of the model again: its stored answer
+  goes to the outbox (`resend`, key `reply:<msg>`, editing the messages a
+  draft of it was shown in), so the turn is never stored twice. An answer
+  whose sendMessage was on its way when the process died may so reach the
+  person twice, the same text (Telegram cannot tell whether it arrived; the
+  person never goes without it); a streamed one is edited, not sent again.
 - a streamed answer's draft records the messages it is shown in
   (`Outcome.drafted`, `UpdateInbox.showing`); the process that answers the
   update after a kill (or a stop) is handed them (`Outcome.shown`) and edits
@@ -72,6 +80,8 @@ class Outcome:
 Dispatch = Callable[[Update, Outcome], Awaitable[None]]
 # (update, age in s, the messages an earlier process showed a draft in): tell the person
 Drop = Callable[[Update, float, tuple[int, ...]], Awaitable[None]]
+# (update, its stored answer, the messages a draft was shown in): into the outbox; kept?
+Resend = Callable[[Update, str, tuple[int, ...]], Awaitable[bool]]
 
 
 def too_old(update: Update, age_s: float) -> str:
@@ -99,9 +109,10 @@ class Durable:
         drop: Drop,
         max_age_s: float,
         clock: Callable[[], float] = time.time,
+        resend: Resend | None = None,
     ) -> None:
         self.inbox = inbox
-        self._dispatch, self._drop = dispatch, drop
+        self._dispatch, self._drop, self._resend = dispatch, drop, resend
         self._max_age_s, self._clock = max_age_s, clock
         self._replaying: dict[str, asyncio.Task[None]] = {}
         self.replayed = False
@@ -131,6 +142,14 @@ class Durable:
         except StorageError as exc:
             log.error("telegram: update %d could not be marked answered: %s", update_id, exc)
             self.unmarked.add(update_id)
+
+    async def flush(self) -> None:
+        """At stop: write the marks that failed before (logged when it still cannot)."""
+        try:
+            await self.inbox.flush()
+        except StorageError as exc:
+            log.error("telegram: %d answered update(s) could not be marked: %s",
+                      self.inbox.unwritten, exc)  # fmt: skip
 
     async def fresh(self, update: Update, chat: str) -> None:
         await self._tidy()
@@ -170,6 +189,8 @@ class Durable:
                     log.warning("telegram: stored update %d is unreadable; dropped", row.update_id)
                     await self._mark(row.update_id, dropped=True)
                     continue
+                if await self._answered_before(update, row):
+                    continue
                 try:
                     await self.answer(update, row.shown)
                 except Exception:  # marked done; the chat's next messages still go
@@ -177,6 +198,26 @@ class Durable:
         finally:
             if self._replaying.get(chat) is asyncio.current_task():
                 del self._replaying[chat]
+
+    async def _answered_before(self, update: Update, row: Stored) -> bool:
+        """Whether the session already holds the update's turn (stored, then the process
+        died before the done mark): its stored answer goes to the outbox and the update is
+        marked done. False (answered as usual) when no turn was stored or it cannot be kept."""
+        if self._resend is None:
+            return False
+        try:
+            stored = await self.inbox.stored_answer(row.chat, row.msg)
+        except StorageError as exc:
+            log.warning(
+                "telegram: update %d's stored turn could not be read: %s", row.update_id, exc
+            )
+            return False
+        if stored is None or not await self._resend(update, stored, row.shown):
+            return False
+        log.info("telegram: update %d was answered before the restart; its answer is resent "
+                 "from the session", row.update_id)  # fmt: skip
+        await self._mark(row.update_id)
+        return True
 
     async def _drafted(self, update_id: int, message_ids: list[int]) -> None:
         """Record the messages a draft of the update's answer is shown in; a failure is
