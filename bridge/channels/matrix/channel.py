@@ -109,7 +109,7 @@ from bridge.channels.matrix.send import Outgoing
 from bridge.channels.matrix.store import MatrixStore
 from bridge.storage.errors import StorageError
 from bridge.storage.leases import Singleton
-from bridge.types.messages import Answer, Inbound
+from bridge.types.messages import Answer, Final, Inbound
 
 log = logging.getLogger("bridge.channels.matrix")
 ENCRYPTED = (
@@ -217,6 +217,12 @@ class MatrixChannel:
         for task in pending:
             task.cancel()  # its message stays in the inbox: the next start answers it
         await asyncio.gather(*pending, return_exceptions=True)
+        if self.inbox is not None:  # marks that failed while the database was away
+            try:
+                await self.inbox.flush()
+            except StorageError as exc:
+                log.error("matrix: %d handled message(s) could not be marked: %s",
+                          self.inbox.unwritten, exc)  # fmt: skip
         if self._lease is not None:
             # another instance syncs at once, and takes over what this one left unanswered
             await self._lease.release()
@@ -309,11 +315,23 @@ class MatrixChannel:
             elif (routed := await self._route(row.message)) is None:
                 await self._mark(row.update_id)
             else:
-                self._spawn(*routed, row.message, row.update_id)
+                stored = await self._stored_answer(routed[0], row.message.event_id)
+                self._spawn(*routed, row.message, row.update_id, stored)
         try:  # after the rows this run took over are on their way (else they would wait
             await self.inbox.prune()  # for the next start: they are this run's now)
         except StorageError as exc:
             log.warning("matrix: old inbox rows could not be pruned: %s", exc)
+
+    async def _stored_answer(self, chat: str, event_id: str) -> str | None:
+        """The answer the session stored for a kept message (the process that took it
+        died between the turn's end and the done mark), or None: then it is answered."""
+        if self.inbox is None:
+            return None
+        try:
+            return await self.inbox.stored_answer(chat, event_id)
+        except StorageError as exc:
+            log.warning("matrix: a kept message's stored turn could not be read: %s", exc)
+            return None
 
     async def _mark(self, update_id: int, *, dropped: bool = False) -> None:
         if self.inbox is None:
@@ -543,9 +561,16 @@ class MatrixChannel:
         await self._stored("a room left", self.store.forget_room(room_id))
         await self._call(self.client.leave(room_id, reason), "leave")
 
-    def _spawn(self, chat: str, inbound: Inbound, msg: Message, update_id: int | None) -> None:
+    def _spawn(
+        self,
+        chat: str,
+        inbound: Inbound,
+        msg: Message,
+        update_id: int | None,
+        stored: str | None = None,
+    ) -> None:
         before = self._last.get(chat)
-        task = asyncio.create_task(self._after(before, inbound, msg, update_id))
+        task = asyncio.create_task(self._after(before, inbound, msg, update_id, stored))
         self._last[chat] = task
         self._tasks.add(task)
         task.add_done_callback(lambda done: self._done(chat, done))
@@ -588,23 +613,68 @@ class MatrixChannel:
         inbound: Inbound,
         msg: Message,
         update_id: int | None,
+        stored: str | None = None,
     ) -> None:
-        """Handle the message in its chat's order, then mark it handled in the inbox
-        (also when handling failed: an error a retry would not fix is not tried again at
-        every start). Cancelled (roost stopping), it stays for the next start."""
+        """Handle the message in its chat's order and mark it handled in the inbox: once
+        its answer's text was delivered or kept (before files and a voice message), else
+        when handling ended (also when it failed: an error a retry would not fix is not
+        tried again at every start). Cancelled (roost stopping) before that, it stays for
+        the next start. `stored`: the answer the session holds for it already (an earlier
+        process died before its mark), sent again instead of asking the model: its
+        messages' transaction ids are the answer's own, so the homeserver shows what
+        reached it already once."""
         if before is not None:
             await asyncio.gather(before, return_exceptions=True)  # the chat's order
+        marked = update_id is None
+
+        async def settle() -> None:
+            nonlocal marked
+            if not marked and update_id is not None:
+                marked = True
+                await self._mark(update_id)
+
         try:
             # else the room grew or opened while the message waited its turn
             if not (inbound.is_private and await self._closed(msg.room_id)):
-                await self._handle(inbound, msg)
+                if stored is not None:
+                    await self._resend(inbound, msg, stored, settle)
+                else:
+                    await self._handle(inbound, msg, settle)
         finally:
-            if update_id is not None and not _cancelling():
-                await self._mark(update_id)
+            if not _cancelling():
+                await settle()
+
+    async def _resend(
+        self, inbound: Inbound, msg: Message, text: str, settle: Callable[[], Awaitable[None]]
+    ) -> None:
+        """Send the stored answer to a kept message (no model, nothing stored again)."""
+        log.info("matrix: a kept message was answered before the restart; its stored answer "
+                 "is sent again (the homeserver keeps what arrived once)")  # fmt: skip
+        reply = self._reply(inbound, msg, with_voice=False)
+        reply.stream.resumed = True
+        reply.on_settled = settle
+        await reply.send(Final(text, "answer"))
+
+    def _reply(self, inbound: Inbound, msg: Message, *, with_voice: bool = True) -> MatrixReply:
+        return MatrixReply(
+            self.out,
+            inbound,
+            msg.room_id,
+            msg.event_id,
+            self.me,
+            every_s=self._every_s,
+            undelivered=self._undelivered,
+            speak=self._speak if with_voice else None,
+        )
 
     # -- one message ---------------------------------------------------------------------------
 
-    async def _handle(self, inbound: Inbound, msg: Message) -> None:
+    async def _handle(
+        self,
+        inbound: Inbound,
+        msg: Message,
+        settled: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
         receiving = self._receiving
         tenant = receiving.tenant_of(inbound) if receiving is not None else None
         if tenant is not None and inbound.is_private:
@@ -617,16 +687,8 @@ class MatrixChannel:
             att = await self.fetcher.attachment(msg.msgtype, msg.media, inbox, receiving)
             inbound = replace(inbound, attachments=(att,), has_text=True)
         await self._previews_off(msg.room_id)
-        reply = MatrixReply(
-            self.out,
-            inbound,
-            msg.room_id,
-            msg.event_id,
-            self.me,
-            every_s=self._every_s,
-            undelivered=self._undelivered,
-            speak=self._speak,
-        )
+        reply = self._reply(inbound, msg)
+        reply.on_settled = settled  # the text out or kept: marked before files and voice
         final = await self._answer(inbound, reply)
         if not inbound.is_private:
             return

@@ -7,7 +7,12 @@ at the end). `delta` streams the answer by editing one message
 writes the final text (offers as lines: Matrix has no buttons), then the
 files the reply hands out, then the spoken answer when the chat asked for
 it. A final text that cannot be delivered after the retries goes to the
-outbox (`reply:<msg_id>`), when the composition root wired it.
+outbox (`reply:<msg_id>`), when the composition root wired it. The answer's
+messages have transaction ids made from the message it answers
+(`send.answer_txn`): sent again by a later process, they are the same events.
+`on_settled` is awaited once the final text was delivered or kept, before
+files and a voice message follow (the durable inbox marks the message done
+then: a kill while a voice message is made never answers it twice).
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 from bridge.channels.matrix.api import MatrixError
-from bridge.channels.matrix.send import Outgoing, Stream, with_offers
+from bridge.channels.matrix.send import Outgoing, Stream, answer_txn, with_offers
 from bridge.types.messages import Final, Inbound
 
 log = logging.getLogger("bridge.channels.matrix")
@@ -45,9 +50,10 @@ class MatrixReply:
     ) -> None:
         self._out, self._inbound = out, inbound
         self._room, self._event, self._me = room_id, event_id, me
-        self.stream = Stream(out.client, room_id, every_s, clock)
+        self.stream = Stream(out.client, room_id, every_s, clock, txn_base=answer_txn(event_id))
         self._undelivered, self._speak = undelivered, speak
         self.refused: str | None = None  # the text of a refusal (the channel may leave after)
+        self.on_settled: Callable[[], Awaitable[None]] | None = None  # text delivered or kept
 
     @contextlib.asynccontextmanager
     async def working(self) -> AsyncIterator[None]:
@@ -92,7 +98,11 @@ class MatrixReply:
                 exc,
                 "; it waits in the outbox" if kept else "",
             )
+            if kept and self.on_settled is not None:
+                await self.on_settled()
             return
+        if self.on_settled is not None:
+            await self.on_settled()
         for file in final.files:
             try:
                 await self._out.file(self._room, file)

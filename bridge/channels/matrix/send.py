@@ -7,12 +7,18 @@ once per `every_s` (the clock is injected), and `finish` writes the final text:
 the first piece as the last edit, the rest as new messages. Files are uploaded
 to the media repository and sent as `m.file`; a spoken answer as `m.audio`
 marked as a voice message. Transaction ids are random, and a retried PUT keeps
-its id: the homeserver sends a retried event once.
+its id: the homeserver sends a retried event once. An answer's own messages
+(its first message, the streamed draft, and each later piece) have ids made
+from the event they answer (`answer_txn`, `Stream(txn_base=...)`): a process
+that sends the answer to the same message again (after a kill between the
+answer going out and its done mark) gets the homeserver's event back, not a
+second message (the homeserver keeps a device's transaction ids for a day).
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import secrets
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -27,6 +33,12 @@ VOICE_MIME = "audio/ogg"
 
 def txn() -> str:
     return "roost" + secrets.token_hex(12)
+
+
+def answer_txn(event_id: str) -> str:
+    """The transaction ids' base of the answer to the message `event_id`, the same in
+    every process (a hash: an event id is no path segment)."""
+    return "roostanswer" + hashlib.sha256(event_id.encode()).hexdigest()[:32]
 
 
 def with_offers(markdown: str, actions: Sequence[Action]) -> str:
@@ -86,9 +98,19 @@ class Stream:
     """One answer growing in one message, edited in place, paced."""
 
     def __init__(
-        self, client: MatrixClient, room_id: str, every_s: float, clock: Callable[[], float]
+        self,
+        client: MatrixClient,
+        room_id: str,
+        every_s: float,
+        clock: Callable[[], float],
+        *,
+        txn_base: str = "",
     ) -> None:
+        """`txn_base`: the answer's own messages get the ids `<base>-<piece>` (a send
+        repeated by a later process is the same event); '' for random ids."""
         self._client, self._room = client, room_id
+        self._txn_base = txn_base
+        self.resumed = False  # an earlier process may have shown this answer already
         self._every_s, self._clock = every_s, clock
         self.text = ""
         self.event_id: str | None = None
@@ -109,20 +131,26 @@ class Stream:
         pieces = contents(markdown)
         if not pieces:
             return []
-        sent = []
+        sent, first = [], 0
+        if self.event_id is None and self.resumed:  # its first message may be a draft
+            self.event_id = await self._client.send(self._room, pieces[0], self._txn(0))
+            self._shown, self._last = None, self._clock()  # edited to the final text below
         if self.event_id is not None:
             await self._show(pieces[0])
             sent.append(self.event_id)
-            pieces = pieces[1:]
-        for c in pieces:
-            sent.append(await self._client.send(self._room, c, txn()))
+            first = 1
+        for n in range(first, len(pieces)):
+            sent.append(await self._client.send(self._room, pieces[n], self._txn(n)))
         return sent
+
+    def _txn(self, piece: int) -> str:
+        return f"{self._txn_base}-{piece}" if self._txn_base else txn()
 
     async def _show(self, content: dict[str, Any]) -> None:
         if content == self._shown:
             return
         if self.event_id is None:
-            self.event_id = await self._client.send(self._room, content, txn())
+            self.event_id = await self._client.send(self._room, content, self._txn(0))
         else:
             await self._client.send(self._room, edit(self.event_id, content), txn())
             self.edits += 1
@@ -137,4 +165,4 @@ def _read(path: Path) -> bytes | None:
         return None
 
 
-__all__ = ["Outgoing", "Stream", "with_offers"]
+__all__ = ["Outgoing", "Stream", "answer_txn", "with_offers"]
