@@ -8,7 +8,13 @@ anything, then: through the `Database` every store uses
 (roost.db, or PostgreSQL with `[database] url`), every row keyed by the tenant
 and its text indexes (one transaction: `storage.tenants.forget`), the tenant's
 tree `tenants/<tid>/` and its files under `mcp/`; then the `data.forgotten`
-audit record, then the marker goes. Each step finds what is left and deletes
+audit record, then the marker goes. Before the tenant's rows, the rows of the
+channels' durable inboxes whose messages came from the tenant's identities
+(configured, paired or seen: `tenant_identities`), which have no tenant column
+(stored before anyone knew whose they are; open ones hold the message's text,
+which the next start would answer), and their direct Matrix rooms
+(`bridge.channels.common.inbox_people`); first, so a re-run still finds the
+paired identities. Each step finds what is left and deletes
 it, so a run killed anywhere (kill -9, a power cut) is finished by running it
 again; the counts of what was deleted are kept in the marker between runs (rows
 and files only ever go down while the marker stands, so the larger count is the
@@ -27,7 +33,7 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +41,9 @@ from bridge.app.database import open_database
 from bridge.app.export import Forgotten, audit_records, mcp_files
 from bridge.app.forget_marks import marker_path
 from bridge.app.home import chain_paths
+from bridge.channels.common.inbox_people import forget_senders
 from bridge.core.config_sections import DatabaseSettings
+from bridge.storage.protocol import Database
 from bridge.storage.tenants import forget as forget_rows
 from bridge.types.file_tree import TreeChanged, remove_tree, walk
 from bridge.types.tenant_dirs import TenantDirs
@@ -108,29 +116,51 @@ def begin(home: Path, tenant: str) -> dict[str, Any]:
     return state
 
 
+async def tenant_identities(db: Database, tenant: str) -> set[tuple[str, str]]:
+    """(channel, identity) the database ties to the tenant: paired, or seen talking."""
+    rows = await db.fetch_all(
+        "SELECT channel, identity FROM pairing_bindings WHERE tenant = ?"
+        " UNION SELECT channel, identity FROM identity_seen WHERE tenant = ?",
+        (tenant, tenant),
+    )
+    return {(str(c), str(i)) for c, i in rows}
+
+
 async def forget_in_database(
-    home: Path, tenant: str, settings: DatabaseSettings | None = None
+    home: Path,
+    tenant: str,
+    settings: DatabaseSettings | None = None,
+    identities: Iterable[tuple[str, str]] = (),
 ) -> dict[str, int]:
     """Delete the tenant's rows of every table and its text indexes through the
     `Database`: roost.db, or PostgreSQL with `[database] url`
-    (`bridge.storage.tenants.forget`, one transaction); rows deleted per table."""
+    (`bridge.storage.tenants.forget`, one transaction), after the inbox rows of its
+    identities (`identities`: the configured ones; the paired and seen ones are read
+    here); rows deleted per table."""
     database = await open_database(home / "roost.db", settings)
     try:
-        return await forget_rows(database, tenant)
+        people = set(identities) | await tenant_identities(database, tenant)
+        async with database.transaction():
+            inboxes = await forget_senders(database, people)
+        return {**await forget_rows(database, tenant), **inboxes}
     finally:
         await database.aclose()
 
 
 async def forget_tenant(
-    home: Path, tenant: str, record: Record, settings: DatabaseSettings | None = None
+    home: Path,
+    tenant: str,
+    record: Record,
+    settings: DatabaseSettings | None = None,
+    identities: Iterable[tuple[str, str]] = (),
 ) -> Forgotten:
     """Erase `tenant` (or finish an interrupted erasure); `record` writes the audit record.
     Rows go from the `Database` of `settings` (PostgreSQL when `[database] url` is set,
-    else roost.db)."""
+    else roost.db); `identities`: the tenant's configured (channel, identity)."""
     marker = marker_path(home, tenant)
     state = begin(home, tenant)
     if not state.get("recorded"):
-        rows = await forget_in_database(home, tenant, settings)
+        rows = await forget_in_database(home, tenant, settings, identities)
         done: dict[str, int] = state.get("rows", {})
         state["rows"] = {t: max(n, done.get(t, 0)) for t, n in (done | rows).items()}
         _write(marker, state)

@@ -36,6 +36,7 @@ from bridge.app.instance import LOCK_NAME, InstanceBusy, hold, holder
 from bridge.cli.rows import tenant_arg
 from bridge.cli.tenant_check import refused, unknown_tenant
 from bridge.core.config import Settings
+from bridge.core.identities import listed
 from bridge.core.words import count
 from bridge.types.file_tree import TRIES, TreeChanged
 
@@ -180,7 +181,10 @@ def run_forget(args: argparse.Namespace, settings: Settings) -> int:
         await record_event(settings, "data.forgotten", args.tenant, details, PLATFORMS)
 
     try:
-        gone = asyncio.run(forget_tenant(settings.home, args.tenant, record, settings.database))
+        mine = [(c, i) for t, c, i in listed(settings.tenants, PLATFORMS) if t == args.tenant]
+        gone = asyncio.run(
+            forget_tenant(settings.home, args.tenant, record, settings.database, mine)
+        )
     finally:
         lock.release()
     rows = sum(gone.rows.values())
