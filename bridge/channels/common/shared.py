@@ -12,18 +12,23 @@ it takes the lease of each chat with open updates that nobody holds
 updates one at a time, oldest first (`ChatQueue.claim`; the platform's
 `answer` marks each done once its answer was delivered or kept in the
 outbox); so one person's turns stay in order and run on one instance at a
-time. The lease is renewed while a turn runs; a renewal that finds it lost
-(this instance was away longer than the lease) is a fence: the instance
-takes no further update of that chat.
+time. An update taken again (a dead instance's) whose turn the session already
+stored (that instance died between the turn's end and the done mark) is not
+asked of the model again: `resend` hands its stored answer to the outbox
+(`InboxMarks.stored_answer`) and it is marked done. The lease is renewed
+while a turn runs; a renewal that finds it lost (this instance was away
+longer than the lease) is a fence: the instance takes no further update of
+that chat.
 
 An update taken more than `MAX_TRIES` times (it killed the instances that
 took it) is given up: the person is told once (`give_up`, through the
 outbox; `GIVEN_UP`) and it is marked dropped. An update whose answer was
 already kept in the outbox is marked done, not answered again. What is not
-closed: an instance killed between sending an answer and marking its
-update done, or a lease lost (a loop stalled longer than `lease_s`) while
-the turn runs, lets another instance answer that one update again
-(at-least-once at that one point; docs/scaling.md).
+closed: an instance killed while a short answer's sendMessage is on its way
+may have that answer (the same stored text) delivered again, and a lease
+lost (a loop stalled longer than `lease_s`) while the turn runs lets another
+instance answer that one update again (at-least-once at those points;
+docs/scaling.md).
 
 `stop(grace_s)`: no new update is taken; the turns under way finish for up
 to `grace_s` (then they are cancelled, their updates stay open), and only
@@ -54,6 +59,7 @@ GIVEN_UP: Final = (
 )
 
 Answer = Callable[[Taken], Awaitable[None]]
+Resend = Callable[[Taken, str], Awaitable[bool]]  # its stored answer into the outbox: kept?
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,8 +113,10 @@ class SharedWork:
         topic: str,
         unmarked: set[int] | None = None,
         max_tries: int = MAX_TRIES,
+        resend: Resend | None = None,
     ) -> None:
         self.inbox, self._leases, self.ttl_ms, self.topic = inbox, leases, ttl_ms, topic
+        self._resend = resend
         self.source = InboxSource(inbox, set() if unmarked is None else unmarked)
         self._answer, self._give_up, self._max_tries = answer, give_up, max_tries
         self.dispatcher: Dispatcher[Taken] | None = None
@@ -142,6 +150,8 @@ class SharedWork:
     async def _one(self, taken: Taken) -> None:
         if taken.tries > 1 and await self.source.queue.answered(taken):
             return  # its answer was kept before an instance died
+        if taken.tries > 1 and await self._resent(taken):
+            return  # its turn was stored before an instance died: its answer resent
         if taken.tries > self._max_tries:
             log.error(
                 "%s: update %d was taken %d times without an answer; given up",
@@ -158,6 +168,24 @@ class SharedWork:
             await self._answer(taken)
         except Exception:  # marked done by the dispatch; the chat's next messages still go
             log.exception("%s: answering update %d failed", self.inbox.channel, taken.update_id)
+
+    async def _resent(self, taken: Taken) -> bool:
+        """Whether the session holds the update's turn already and its stored answer was
+        handed to the outbox (then it is marked done)."""
+        if self._resend is None:
+            return False
+        try:
+            stored = await self.inbox.stored_answer(taken.chat, taken.msg)
+        except StorageError as exc:
+            log.warning("%s: update %d's stored turn could not be read: %s",
+                        self.inbox.channel, taken.update_id, exc)  # fmt: skip
+            return False
+        if stored is None or not await self._resend(taken, stored):
+            return False
+        log.info("%s: update %d was answered by an instance that died; its stored answer "
+                 "is resent", self.inbox.channel, taken.update_id)  # fmt: skip
+        await self.inbox.done(taken.update_id)
+        return True
 
     @property
     def answered(self) -> int:

@@ -188,6 +188,7 @@ class TelegramChannel:
                 self._answer_taken,
                 self._give_up,
                 unmarked=self.durable.unmarked,
+                resend=self._resend_taken,
             )
             if self.durable is not None and inbox is not None and cluster is not None
             else None
@@ -470,6 +471,15 @@ class TelegramChannel:
             await self.durable.inbox.done(taken.update_id, dropped=True)
             return
         await self.durable.answer(update, taken.shown)
+
+    async def _resend_taken(self, taken: Taken, text: str) -> bool:
+        """A stored update a dead instance answered (its turn stored): the stored answer
+        into the outbox (`_resend`)."""
+        try:
+            update = Update.de_json(taken.payload, self.app.bot)
+        except (ValueError, TypeError, KeyError):
+            return False
+        return await self._resend(update, text, taken.shown)
 
     async def _give_up(self, taken: Taken) -> None:
         """An update that was taken too often without an answer: the person is told once."""

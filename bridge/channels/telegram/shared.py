@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from typing import Any, Final
 
 from bridge.channels.common import shared
-from bridge.channels.common.shared import MAX_TRIES, Answer
+from bridge.channels.common.shared import MAX_TRIES, Answer, Resend
 from bridge.channels.telegram.inbox import UpdateInbox, updates_in
 from bridge.storage.leases import Leases
 
@@ -39,6 +39,7 @@ class SharedWork(shared.SharedWork):
         *,
         unmarked: set[int] | None = None,
         max_tries: int = MAX_TRIES,
+        resend: Resend | None = None,
     ) -> None:
         super().__init__(
             inbox,
@@ -49,6 +50,7 @@ class SharedWork(shared.SharedWork):
             topic=TOPIC,
             unmarked=unmarked,
             max_tries=max_tries,
+            resend=resend,
         )
         self.updates = inbox
 

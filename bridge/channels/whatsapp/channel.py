@@ -158,6 +158,7 @@ class WhatsAppChannel:
                 self._give_up,
                 topic=TOPIC,
                 unmarked=self._unmarked,
+                resend=self._resend,
             )
             if inbox is not None and cluster is not None
             else None
@@ -379,6 +380,21 @@ class WhatsAppChannel:
         except StorageError as exc:
             log.error("whatsapp: message %d could not be marked answered: %s", update_id, exc)
             self._unmarked.add(update_id)
+
+    async def _resend(self, taken: Taken, text: str) -> bool:
+        """The answer an instance that died stored for a message (its turn ended, the done
+        mark not written): into the outbox, not asked of the model again; kept?"""
+        try:
+            msg = incoming_of(taken.payload)
+        except (TypeError, KeyError, ValueError):
+            return False
+        if self._undelivered is None:
+            return False
+        try:
+            return await self._undelivered(self._inbound(msg), text)
+        except Exception:
+            log.exception("whatsapp: a stored answer could not be kept in the outbox")
+            return False
 
     async def _give_up(self, taken: Taken) -> None:
         """A message taken too often without an answer: the person is told once."""
