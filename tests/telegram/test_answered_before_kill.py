@@ -5,7 +5,7 @@ takes effect (the person sees it) but its confirmation is held back
 (`FakeBotAPI.stall`), so the daemon is killed between the answer going out
 and the update's done mark, deterministically. After the restart the update
 is open in the durable inbox; the session already holds its turn, so its
-stored answer is what is delivered (through the outbox), never a second turn:
+stored answer is what is delivered again, never a second turn:
 the model was asked once, the session holds the person's message once, and
 every text the person got is that one answer. (Before: the restart asked the
 model again and stored the turn a second time, a second, different answer.)

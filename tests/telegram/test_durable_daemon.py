@@ -230,8 +230,9 @@ async def test_webhook_updates_answered_200_survive_a_kill(
     url = f"http://127.0.0.1:{daemon.port}/telegram/webhook"
     headers = {"X-Telegram-Bot-Api-Secret-Token": SECRET}
     async with aiohttp.ClientSession() as http:
-        for n in range(WEBHOOK_UPDATES):
-            update = {"update_id": 1 + n, "message": fake.message(PEOPLE[n % 10], f"q{n}")}
+        for n in range(WEBHOOK_UPDATES):  # a message id is never repeated in a chat
+            message = fake.message(PEOPLE[n % 10], f"q{n}", message_id=501 + n)
+            update = {"update_id": 1 + n, "message": message}
             async with http.post(url, json=update, headers=headers) as resp:
                 assert resp.status == 200
     await daemon.kill()  # right after the last 200

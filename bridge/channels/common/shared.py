@@ -14,8 +14,8 @@ updates one at a time, oldest first (`ChatQueue.claim`; the platform's
 outbox); so one person's turns stay in order and run on one instance at a
 time. An update taken again (a dead instance's) whose turn the session already
 stored (that instance died between the turn's end and the done mark) is not
-asked of the model again: `resend` hands its stored answer to the outbox
-(`InboxMarks.stored_answer`) and it is marked done. The lease is renewed
+asked of the model again: `resend` sends its stored answer again in the
+chat's order (`InboxMarks.stored_answer`) and it is marked done. The lease is renewed
 while a turn runs; a renewal that finds it lost (this instance was away
 longer than the lease) is a fence: the instance takes no further update of
 that chat.
@@ -59,7 +59,7 @@ GIVEN_UP: Final = (
 )
 
 Answer = Callable[[Taken], Awaitable[None]]
-Resend = Callable[[Taken, str], Awaitable[bool]]  # its stored answer into the outbox: kept?
+Resend = Callable[[Taken, str], Awaitable[bool]]  # its stored answer sent again: out or kept?
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,7 +171,7 @@ class SharedWork:
 
     async def _resent(self, taken: Taken) -> bool:
         """Whether the session holds the update's turn already and its stored answer was
-        handed to the outbox (then it is marked done)."""
+        sent again, delivered or kept in the outbox (then it is marked done)."""
         if self._resend is None:
             return False
         try:

@@ -79,7 +79,7 @@ from bridge.channels.telegram.inbox import UpdateInbox
 from bridge.channels.telegram.input import chat_of, message_inbound, to_answer
 from bridge.channels.telegram.outbox import OutboxSender
 from bridge.channels.telegram.replay import Durable, Outcome, too_old
-from bridge.channels.telegram.reply import RESUMES, TelegramReply, Undelivered, shown_parts
+from bridge.channels.telegram.reply import RESUMES, TelegramReply, Undelivered
 from bridge.channels.telegram.send import DeliveryError, Sender, SendFailed, SendPolicy
 from bridge.channels.telegram.shared import SharedWork
 from bridge.channels.telegram.stream import StreamTiming
@@ -91,7 +91,7 @@ from bridge.core.config import ConfigError
 from bridge.core.config_sections import TelegramSettings
 from bridge.schedule.outbox_parts import PartLog
 from bridge.storage.leases import Singleton
-from bridge.types.messages import Answer, Attachment, Inbound
+from bridge.types.messages import Answer, Attachment, Final, Inbound
 
 log = logging.getLogger(__name__)
 ReplyFor = Callable[[Inbound, int, int | None, int | None], TelegramReply]
@@ -271,6 +271,8 @@ class TelegramChannel:
         else:
             await self._start_polling()
         self._running = True
+        if self.durable is not None:  # what the replay took may go out now
+            self.durable.up.set()
         return f"@{self.app.bot.username}, {self._settings.mode}"
 
     async def _start_polling(self) -> None:
@@ -505,17 +507,21 @@ class TelegramChannel:
 
     async def _resend(self, update: Update, text: str, shown: tuple[int, ...]) -> bool:
         """The answer an earlier process stored for an update it may not have delivered
-        (killed before its done mark): into the outbox, editing the messages a draft of it
-        was shown in; whether it was kept (a button press's answer is not: answered again)."""
+        (killed before its done mark), sent again in the chat's order as an answer is (the
+        messages a draft of it was shown in edited into it; the outbox when it fails);
+        whether it was delivered or kept (a button press's answer is not resent: answered
+        again)."""
         msg = update.message
-        if msg is None or msg.from_user is None or self.undelivered is None:
+        if msg is None or msg.from_user is None:
             return False
+        private = msg.chat.type == ChatType.PRIVATE
         inbound = message_inbound(msg, self.app.bot.username)
-        try:
-            return await self.undelivered(inbound, text, "", shown_parts(list(shown)))
-        except Exception:
-            log.exception("telegram: a stored answer could not be kept in the outbox")
-            return False
+        outcome = Outcome(shown=shown)
+        reply = self._reply(
+            msg.chat.id, None if private else msg.message_id, inbound, None, outcome
+        )
+        await reply.send(Final(text, "answer"))
+        return reply.settled
 
     async def _unkey(self, chat_id: int, shown: tuple[int, ...]) -> None:
         """The draft an earlier process (killed) showed of an answer that will not come

@@ -7,7 +7,9 @@
   redelivery, also after a restart); it waits while the replay of its chat
   runs, so a chat's messages keep their order;
 - `replay()`: at start, what earlier processes left unanswered, grouped by
-  chat; each chat's updates in order, the chats concurrently;
+  chat; each chat's updates in order, the chats concurrently, once the
+  channel is up (`up`: its commands and webhook set, so the replay's sends
+  never hold the pooled connections those calls wait for);
 - each update is marked `done` the moment its answer's text was delivered
   or kept in the outbox (`Outcome.settle`, before files or a voice message
   follow; a message that gets no answer, like a stranger's after the one
@@ -22,8 +24,9 @@
 - an update an earlier process left open whose turn the session already
   stored (killed between the turn's end and the done mark: its answer was
   going out or went out) is not asked of the model again: its stored answer
-  goes to the outbox (`resend`, key `reply:<msg>`, editing the messages a
-  draft of it was shown in), so the turn is never stored twice. An answer
+  is sent again in the chat's order, as an answer is (`resend`: the messages
+  a draft of it was shown in edited into it, the outbox when it fails), so
+  the turn is never stored twice. An answer
   whose sendMessage was on its way when the process died may so reach the
   person twice, the same text (Telegram cannot tell whether it arrived; the
   person never goes without it); a streamed one is edited, not sent again.
@@ -80,7 +83,7 @@ class Outcome:
 Dispatch = Callable[[Update, Outcome], Awaitable[None]]
 # (update, age in s, the messages an earlier process showed a draft in): tell the person
 Drop = Callable[[Update, float, tuple[int, ...]], Awaitable[None]]
-# (update, its stored answer, the messages a draft was shown in): into the outbox; kept?
+# (update, its stored answer, the messages a draft was shown in): sent again; delivered/kept?
 Resend = Callable[[Update, str, tuple[int, ...]], Awaitable[bool]]
 
 
@@ -118,6 +121,9 @@ class Durable:
         self.replayed = False
         self._pruned_at = 0.0
         self.unmarked: set[int] = set()  # answered, the mark not written (database away)
+        # set once the channel is up (commands and webhook set): what the replay sends
+        # never takes the connections those calls wait for
+        self.up = asyncio.Event()
 
     async def received(self, body: dict[str, Any]) -> None:
         """`getUpdates` answered (its parsed body): commit its updates before the next
@@ -182,6 +188,7 @@ class Durable:
 
     async def _replay_chat(self, bot: Bot, chat: str, stored: list[Stored]) -> None:
         try:
+            await self.up.wait()  # the channel's own start calls first
             for row in stored:
                 try:
                     update = Update.de_json(row.payload, bot)
@@ -201,8 +208,9 @@ class Durable:
 
     async def _answered_before(self, update: Update, row: Stored) -> bool:
         """Whether the session already holds the update's turn (stored, then the process
-        died before the done mark): its stored answer goes to the outbox and the update is
-        marked done. False (answered as usual) when no turn was stored or it cannot be kept."""
+        died before the done mark): its stored answer is sent again (delivered or kept in
+        the outbox) and the update is marked done. False (answered as usual) when no turn
+        was stored, or its answer was neither delivered nor kept."""
         if self._resend is None:
             return False
         try:

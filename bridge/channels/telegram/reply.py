@@ -64,7 +64,7 @@ UNCONFIRMED = (
     "missing, ask me to send it again."
 )
 
-__all__ = ["ABORTED", "RESUMES", "TelegramReply", "Undelivered", "shown_parts"]
+__all__ = ["ABORTED", "RESUMES", "TelegramReply", "Undelivered"]
 
 
 def shown_parts(message_ids: list[int]) -> list[OutboxPart]:

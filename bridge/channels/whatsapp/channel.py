@@ -82,7 +82,7 @@ from bridge.channels.whatsapp.store import DAY_MS, WhatsAppStore, key
 from bridge.storage.errors import StorageError
 from bridge.types.clients import client_key
 from bridge.types.conn_table import unproven
-from bridge.types.messages import Answer, Inbound
+from bridge.types.messages import Answer, Final, Inbound
 
 log = logging.getLogger("bridge.channels.whatsapp")
 PATH = "/whatsapp/webhook"
@@ -383,18 +383,23 @@ class WhatsAppChannel:
 
     async def _resend(self, taken: Taken, text: str) -> bool:
         """The answer an instance that died stored for a message (its turn ended, the done
-        mark not written): into the outbox, not asked of the model again; kept?"""
+        mark not written), sent again in the person's order (its reply: the outbox when it
+        fails), not asked of the model again; whether it was delivered or kept."""
         try:
             msg = incoming_of(taken.payload)
         except (TypeError, KeyError, ValueError):
             return False
-        if self._undelivered is None:
-            return False
-        try:
-            return await self._undelivered(self._inbound(msg), text)
-        except Exception:
-            log.exception("whatsapp: a stored answer could not be kept in the outbox")
-            return False
+        kept = False
+
+        async def settled() -> None:
+            nonlocal kept
+            kept = True
+
+        reply = WhatsAppReply(
+            self.out, self._inbound(msg), msg.wamid, undelivered=self._undelivered, settled=settled
+        )
+        await reply.send(Final(text, "answer"))
+        return kept
 
     async def _give_up(self, taken: Taken) -> None:
         """A message taken too often without an answer: the person is told once."""
