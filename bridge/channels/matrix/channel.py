@@ -9,7 +9,10 @@ history, never answered. Each batch is taken (invites joined or refused,
 rooms checked), then its messages to answer and its `next_batch` are
 stored in one transaction (`inbox.MatrixInbox`), then the messages are
 handed to their chat's queue (one chat's messages in order), each marked
-done in the inbox once handled: after a restart nothing is answered twice,
+done in the inbox once its answer's text is out (before files and voice) or
+it was handled: after a restart nothing is answered twice (a kept message
+whose turn the session stored is sent that answer again, under the answer's
+own transaction ids, which the homeserver keeps once: `send.answer_txn`),
 and what a stopped or killed run left unanswered is answered first
 (`_recover`, once the run's first sync answered, before its messages: a
 homeserver still away at the start cannot fail their rooms' checks). A
