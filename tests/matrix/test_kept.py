@@ -5,8 +5,9 @@ stop cuts it off, as a kill would): the row stays open. The next start answers
 it even when the homeserver is still away when roost starts (both restarted at
 once): the kept message's room is checked only once a sync answered, not
 failed closed (dropped) at once. A prune of old rows that fails at the start
-costs nothing of what was kept. A message that MAX_TRIES runs took and none
-finished (one whose handling kills roost) is given up, not taken by every start.
+costs nothing of what was kept. A message that MAX_TRIES runs began and none
+finished (one whose handling kills roost) is given up, not taken by every start;
+the messages queued behind it, never begun, are answered after it.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from tests.matrix.conftest import Accounts, mx_settings, running
 from tests.matrix.person import WAIT_S, Person
 from tests.matrix.synapse_server import Synapse
 from tests.matrix.test_chat import dm_with_bot
+from tests.waits import until
 
 
 class Hanging(ScriptedBackend):
@@ -150,6 +152,44 @@ async def test_a_message_no_run_finished_is_given_up_after_max_tries(
         assert r.channel.inbox is not None
         assert await r.channel.inbox.open_count() == 0
     assert last.requests == []
+
+
+async def test_a_message_behind_one_no_run_finished_is_answered_once_that_one_is_given_up(
+    home: Path, synapse: Synapse, accounts: Accounts, alice: Person
+) -> None:
+    """Only the runs that BEGAN a message count: the one queued behind a message that
+    kills every run was never begun, and is answered once that one is given up (it was
+    dropped with it, unanswered, when every run that took it counted)."""
+    bot = accounts.bot.user_id
+    settings = mx_settings(home, synapse, accounts)
+    hanging = Hanging()
+    async with running(settings, hanging) as r:
+        room = await dm_with_bot(alice, bot)
+        await alice.say(room, "the first")
+        await asyncio.wait_for(hanging.asked.wait(), WAIT_S)
+        await alice.say(room, "the second")
+        assert r.channel.inbox is not None
+        inbox = r.channel.inbox
+        await until(lambda: _open_is(inbox, 2), "the second taken, behind the first")
+        r.channel.stop_grace_s = 0.0
+    for _ in range(MAX_TRIES - 1):  # each next start begins the first again, cut off too
+        hanging = Hanging()
+        async with running(settings, hanging) as r:
+            await asyncio.wait_for(hanging.asked.wait(), WAIT_S)
+            r.channel.stop_grace_s = 0.0
+        assert all("the first" in str(q.messages[-1].content) for q in hanging.requests)
+    last = ScriptedBackend("the answer to the second", "again?!")
+    async with running(settings, last) as r:
+        await alice.wait(
+            lambda: alice.texts(room, bot)[-1:] == ["the answer to the second"], "answered"
+        )
+        await r.channel.idle()
+    assert len(last.requests) == 1
+    assert "the second" in str(last.requests[0].messages[-1].content)
+
+
+async def _open_is(inbox: MatrixInbox, count: int) -> bool:
+    return await inbox.open_count() == count
 
 
 async def test_a_message_not_answered_before_a_stop_is_answered_after_the_restart(

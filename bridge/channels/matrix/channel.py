@@ -311,15 +311,15 @@ class MatrixChannel:
         for row in kept:
             if row.message is None:  # not a message this version reads
                 await self._mark(row.update_id, dropped=True)
-            elif row.tries > MAX_TRIES:  # it killed or outlived each run that took it
-                log.error("matrix: message %d was taken %d times without an answer; given up",
-                          row.update_id, row.tries - 1)  # fmt: skip
+            elif row.tries >= MAX_TRIES:  # it killed or outlived each run that began it
+                log.error("matrix: message %d was begun %d times without an answer; given up",
+                          row.update_id, row.tries)  # fmt: skip
                 await self._mark(row.update_id, dropped=True)
             elif (routed := await self._route(row.message)) is None:
                 await self._mark(row.update_id)
             else:
                 stored = await self._stored_answer(routed[0], row.message.event_id)
-                self._spawn(*routed, row.message, row.update_id, stored)
+                self._spawn(*routed, row.message, row.update_id, stored, kept=True)
         try:  # after the rows this run took over are on their way (else they would wait
             await self.inbox.prune()  # for the next start: they are this run's now)
         except StorageError as exc:
@@ -571,9 +571,11 @@ class MatrixChannel:
         msg: Message,
         update_id: int | None,
         stored: str | None = None,
+        *,
+        kept: bool = False,
     ) -> None:
         before = self._last.get(chat)
-        task = asyncio.create_task(self._after(before, inbound, msg, update_id, stored))
+        task = asyncio.create_task(self._after(before, inbound, msg, update_id, stored, kept))
         self._last[chat] = task
         self._tasks.add(task)
         task.add_done_callback(lambda done: self._done(chat, done))
@@ -617,6 +619,7 @@ class MatrixChannel:
         msg: Message,
         update_id: int | None,
         stored: str | None = None,
+        kept: bool = False,
     ) -> None:
         """Handle the message in its chat's order and mark it handled in the inbox: once
         its answer's text was delivered or kept (before files and a voice message), else
@@ -625,9 +628,15 @@ class MatrixChannel:
         the next start. `stored`: the answer the session holds for it already (an earlier
         process died before its mark), sent again instead of asking the model: its
         messages' transaction ids are the answer's own, so the homeserver shows what
-        reached it already once."""
+        reached it already once. `kept`: an earlier run's row, counted as begun once its
+        turn comes (`MatrixInbox.started`), not when it waited behind one that killed."""
         if before is not None:
             await asyncio.gather(before, return_exceptions=True)  # the chat's order
+        if kept and update_id is not None and self.inbox is not None:
+            try:  # an earlier run's message: this run begins it (`MatrixInbox.started`)
+                await self.inbox.started(update_id)
+            except StorageError as exc:
+                log.warning("matrix: a kept message's try could not be counted: %s", exc)
         marked = update_id is None
 
         async def settle() -> None:

@@ -9,10 +9,12 @@ that stores the token (`take`, one unit on `Database.atomic`). A message is
 then never past the token without a row: a process killed (kill -9, a power
 cut) or stopped before it answered leaves the row open, and the next process
 (or, with instances sharing the account, the next holder of its sync lease)
-takes it over at start (`recover`, oldest first) and answers it; each run that
-took a row counts in its `tries`, and one that MAX_TRIES runs took without
-finishing it (a message whose handling kills its process) is given up rather
-than taken by every start. A row is
+takes it over at start (`recover`, oldest first) and answers it. A row's
+`tries` counts the runs that began to handle it: the one that stored it, and
+each later one as it begins (`started`, once the chat's earlier messages are
+done), so a message whose handling kills its process is given up once
+MAX_TRIES runs began it, rather than taken by every start, while the messages
+queued behind it in its chat, never begun, are answered after it. A row is
 marked `done` once its message was handled (answered, refused, or given up
 after an error a retry would not fix); one whose answer already waits in the
 outbox (`reply:<event id>`) counts as done and is not answered twice. A row's
@@ -41,7 +43,7 @@ from bridge.storage.protocol import Database
 from bridge.storage.units import Unit, execute, fetch_one
 
 NUMBER_TRIES: Final = 64  # instances racing for the source's next number (PostgreSQL)
-MAX_TRIES: Final = 3  # runs that took a message without finishing it: then it is given up
+MAX_TRIES: Final = 3  # runs that began a message without finishing it: then it is given up
 
 _INSERT = (
     "INSERT INTO channel_inbox (source, update_id, chat, msg, payload, state, owner,"
@@ -58,7 +60,7 @@ class Kept:
 
     update_id: int
     message: Message | None  # None: the row does not hold a message this version reads
-    tries: int = 1  # the runs that took it, this one included (past MAX_TRIES: given up)
+    tries: int = 1  # the runs that began it (MAX_TRIES of them: given up)
 
 
 def payload_of(msg: Message) -> str:
@@ -122,11 +124,19 @@ class MatrixInbox(InboxMarks):
 
     async def recover(self) -> list[Kept]:
         """Take over what earlier processes left unanswered, oldest first (one whose
-        answer waits in the outbox counts as answered: `InboxMarks.left_open`); each
-        row taken counts one try more."""
-        rows = await self.left_open("update_id, payload, tries", tries=True)
+        answer waits in the outbox counts as answered: `InboxMarks.left_open`). Taking
+        a row counts no try: `started` does, as its handling begins."""
+        rows = await self.left_open("update_id, payload, tries")
         kept = (_kept(int(u), str(p), int(t)) for u, p, t in rows)
         return sorted(kept, key=lambda k: k.update_id)
+
+    async def started(self, update_id: int) -> None:
+        """A kept row's handling begins: one try more, on disk before the model is asked
+        (a kill while it is handled then counts)."""
+        await self.db.execute(
+            "UPDATE channel_inbox SET tries = tries + 1 WHERE source = ? AND update_id = ?",
+            (self.source, update_id),
+        )
 
 
 def _kept(update_id: int, payload: str, tries: int) -> Kept:
