@@ -153,13 +153,12 @@ class InboxMarks:
             (state, self._now_ms(), self.source, *padded),
         )
 
-    async def left_open(self, columns: str, *, tries: bool = False) -> list[Any]:
+    async def left_open(self, columns: str) -> list[Any]:
         """Take over what earlier processes (other owners) left unanswered: each row
         whose answer already waits in the outbox (`reply:<msg>` for its chat) is marked
-        done, the others are claimed (state `working`, this process their owner, and
-        with `tries` one try more; on PostgreSQL skipping rows another transaction
-        holds); the claimed rows' `columns`, in no order. Two statements."""
-        more = ", tries = tries + 1" if tries else ""
+        done, the others are claimed (state `working`, this process their owner; on
+        PostgreSQL skipping rows another transaction holds); the claimed rows'
+        `columns`, in no order. Two statements."""
         now, db = self._now_ms(), self.db
         await db.execute(  # answered already: the answer waits in the outbox
             "UPDATE channel_inbox SET state = 'done', payload = '', done_ms = ?"
@@ -169,7 +168,7 @@ class InboxMarks:
             (now, self.source, self.owner, self.channel),
         )
         rows = await db.fetch_all(
-            f"UPDATE channel_inbox SET state = 'working', owner = ?{more}"
+            "UPDATE channel_inbox SET state = 'working', owner = ?"
             " WHERE source = ? AND update_id IN (SELECT update_id FROM channel_inbox"
             " WHERE source = ? AND owner != ? AND state IN ('new', 'working')"
             f" {db.dialect.skip_locked}) RETURNING {columns}",
