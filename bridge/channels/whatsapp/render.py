@@ -12,8 +12,12 @@ headings are bold, tables a monospace block, lists bullets and numbers. A
 marker is written only where WhatsApp reads it as one: hugging the text
 (spaces at a span's edges stay outside), not inside a word (a format that
 starts or ends mid-word is left plain rather than showing stray marks), one
-pair per line (a format never spans a line break). Markers count against
-the limit: a piece they push past it is split again, smaller.
+pair per line (a format never spans a line break). WhatsApp has no escape
+and ends code at the next ``` (or `), so no two backticks of the text stand
+together in what is written (a WORD JOINER between them, invisible) and inline
+code that holds a backtick is written as ``` monospace: a tool's code, or a URL,
+cannot close its block and format what follows as roost's own text. Markers
+count against the limit: a piece they push past it is split again, smaller.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from bridge.channels.common.text import Entity, Rendered, render, split, utf16_l
 LIMIT = 4096  # characters of one text message (counted here in UTF-16 units: never more)
 MARKS = {"bold": "*", "italic": "_", "strikethrough": "~", "code": "`"}
 BLOCK = "```"
+TICK = "`"
+JOIN = "\u2060"  # WORD JOINER: invisible; written between two backticks that are not one marker
 QUOTE = "> "
 NO_SPAN_CAP = 1 << 30  # WhatsApp has no cap on formatted spans per message (Telegram: 100)
 
@@ -55,6 +61,8 @@ def to_whatsapp(rendered: Rendered) -> str:
         start, end = at[entity.offset], at[entity.end]
         if entity.type == "pre":
             pairs.append(_Pair(start, end, BLOCK, BLOCK))
+        elif entity.type == "code" and TICK in text[start:end]:
+            pairs.extend(_marked(text, start, end, BLOCK))  # inline monospace holds a `
         elif entity.type in MARKS:
             pairs.extend(_marked(text, start, end, MARKS[entity.type]))
         elif entity.type == "blockquote":
@@ -102,7 +110,7 @@ def _marked(text: str, start: int, end: int, mark: str) -> list[_Pair]:
         while hi > lo and text[hi - 1].isspace():
             hi -= 1
         inside_word = (lo > 0 and _word(text[lo - 1])) or (hi < len(text) and _word(text[hi]))
-        if lo < hi and (mark == "`" or not inside_word):
+        if lo < hi and (mark in (TICK, BLOCK) or not inside_word):
             pairs.append(_Pair(lo, hi, mark, mark))
         line_start = line_end + 1
     return pairs
@@ -124,19 +132,44 @@ def _written(text: str, pairs: list[_Pair], prefixes: set[int]) -> str:
     for k, pair in enumerate(pairs):
         opens.setdefault(pair.start, []).append((k, pair))
         closes.setdefault(pair.end, []).append((k, pair))
-    out: list[str] = []
+    out = _Out()
     for i in range(len(text) + 1):
         # inner ones close first; of two over the same text, the one opened last
         for _, pair in sorted(closes.get(i, ()), key=lambda kp: (-kp[1].start, -kp[0])):
-            out.append(pair.closer)
+            out.mark(pair.closer) if pair.opener == pair.closer else out.text(pair.closer)
         if i in prefixes:
-            out.append(QUOTE)
+            out.text(QUOTE)
         # outer ones open first; of two over the same text, in the order of the spans
         for _, pair in sorted(opens.get(i, ()), key=lambda kp: (-kp[1].end, kp[0])):
-            out.append(pair.opener)
+            out.mark(pair.opener)
         if i < len(text):
-            out.append(text[i])
-    return "".join(out)
+            out.text(text[i])
+    return "".join(out.parts)
+
+
+class _Out:
+    """What is written, with no backtick run but the markers: WhatsApp has no escape,
+    and its code ends at the next ``` (or `), so a backtick of the text next to
+    another one (in a tool's code, a URL, after a marker) gets a JOIN before it. The
+    code reads as written; nothing in it can close its block and format what
+    follows as roost's own text (session 47)."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self._tick = False  # the last character written is a backtick
+
+    def mark(self, marker: str) -> None:
+        if marker.startswith(TICK) and self._tick:
+            self.parts.append(JOIN)
+        self.parts.append(marker)
+        self._tick = marker.endswith(TICK) if marker else self._tick
+
+    def text(self, piece: str) -> None:
+        for ch in piece:
+            if ch == TICK and self._tick:
+                self.parts.append(JOIN)
+            self.parts.append(ch)
+            self._tick = ch == TICK
 
 
 __all__ = ["LIMIT", "Entity", "chunks", "to_whatsapp"]
