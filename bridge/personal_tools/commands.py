@@ -49,6 +49,7 @@ from bridge.personal_tools.consent import (
     params,
     prompt,
     refusal,
+    said,
     save_command,
 )
 from bridge.personal_tools.drafts import Draft, DraftStore
@@ -148,7 +149,7 @@ class ToolCommands:
             for t in saved:
                 flag = " · unused 90d" if t.unused(now_ms) else ""
                 lines.append(
-                    f"- me.{t.spec.name}({params(t.spec.schema)}) — {t.spec.description} · "
+                    f"- me.{t.spec.name}({params(t.spec.schema)}) — {said(t.spec.description)} · "
                     f"{count(t.usage.calls, 'call')}, last use {_when(t.usage.last_used_ms)}{flag}"
                 )
         kept = {t.spec.sha256 for t in saved}
@@ -157,7 +158,8 @@ class ToolCommands:
         if drafts:
             lines.append("Written in this chat, not saved yet:")
             lines += [
-                f"- {d.spec.name} v{d.version} — {d.spec.description} (/tool save {d.spec.name})"
+                f"- {d.spec.name} v{d.version} — {said(d.spec.description)} "
+                f"(/tool save {d.spec.name})"
                 for d in drafts
             ]
         if len(read) == LISTED and (more := len(await self._drafts.names(ctx.session)) - LISTED):
@@ -304,7 +306,7 @@ class ToolCommands:
         return "\n".join(
             (
                 f"Saved me.{saved.spec.name}({params(saved.spec.schema)}) — "
-                f"{saved.spec.description}",
+                f"{said(saved.spec.description)}",
                 *capabilities(spec)[1:],
                 *missing_note(missing(spec.secrets, stored_keys(ctx.dirs)), ctx.tenant),
                 "Offered from your next message on; a changed tool needs a new /tool save.",
@@ -436,7 +438,7 @@ def _draft_text(draft: Draft) -> str:
         (
             f"Draft {spec.name} v{draft.version} — NOT SAVED (written in this chat; "
             f"/tool save {spec.name} asks you to keep it)",
-            f"{spec.name}({params(spec.schema)}) — {spec.description}",
+            f"{spec.name}({params(spec.schema)}) — {said(spec.description)}",
             *capabilities(spec),
             *code_lines(spec, "the code below")[1:],
             fenced(spec.source.rstrip(), "python"),
@@ -448,7 +450,7 @@ def _saved_text(t: SavedTool) -> str:
     u = t.usage
     return "\n".join(
         (
-            f"me.{t.spec.name} — {t.spec.description}",
+            f"me.{t.spec.name} — {said(t.spec.description)}",
             f"Parameters: {params(t.spec.schema) or 'none'}",
             f"sha256: {t.spec.sha256}",
             f"Saved {_when(t.created_ms)} from {t.saved_from or 'unknown'}; "

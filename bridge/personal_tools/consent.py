@@ -12,7 +12,9 @@ callback data). A version that declares vault secrets or network hosts is
 shown with how to read its code first (`/tool show NAME`) and the `net`
 calls found in it (`net_calls`: method and URL, parts computed at run time
 as "…"; a hint read from the code, not a limit). Every rewrite of a draft is
-told in the chat as it happens (`rewrite_notice`).
+told in the chat as it happens (`rewrite_notice`). The tool's own words (its
+source, its description, those URLs) are shown as code that nothing in them
+can close (`fenced`, `code`, `said`), so none of it formats as roost's text.
 """
 
 from __future__ import annotations
@@ -83,6 +85,24 @@ def fenced(text: str, info: str) -> str:
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     fence = "`" * max(3, longest + 1)
     return f"{fence}{info}\n{text}\n{fence}"
+
+
+def code(text: str) -> str:
+    """`text` as a Markdown code span it cannot close or format: a fence one backtick
+    longer than its longest run, padded with a space when it starts or ends with a
+    backtick or a space (CommonMark 6.1 strips one from each side). A URL or a
+    description from a tool is shown so (`**bold**`, `[text](url)` stay as written);
+    each channel shows a code span's text as it is (WhatsApp: `whatsapp.render`)."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text[:1] in ("`", " ") or text[-1:] in ("`", " ") else ""
+    return f"{fence}{pad}{text}{pad}{fence}" if text else ""
+
+
+def said(description: str) -> str:
+    """A tool's description as the person reads it: its own words, in a code span
+    (on one line, nothing hidden), so it cannot pass for roost's text."""
+    return code(_shown(description))
 
 
 def short_diff(old: str, new: str, name: str, limit: int = DIFF_LINES) -> str:
@@ -199,7 +219,7 @@ def undeclared_lines(spec: ToolSpec) -> list[str]:
         return []
     hosts = list(dict.fromkeys(u.host for u in undeclared_calls(tree, spec.network)))
     return [
-        f"⚠️ Its code calls {_shown(host)}, which it does not declare: those calls "
+        f"⚠️ Its code calls {code(_shown(host))}, which it does not declare: those calls "
         "will be refused, saving does not allow them."
         for host in hosts
     ]
@@ -216,8 +236,10 @@ def code_lines(spec: ToolSpec, show: str) -> list[str]:
     found, other = net_calls(spec.source)
     if found:
         lines.append("Network calls in its code:")
-        cut = [c if len(c) <= LINE_CHARS else c[: LINE_CHARS - 1] + "…" for c in found]
-        lines += [f"- {c}" for c in cut[:NET_CALLS]]
+        for call in found[:NET_CALLS]:
+            method, _, url = call.partition(" ")
+            cut = url if len(url) <= LINE_CHARS else url[: LINE_CHARS - 1] + "…"
+            lines.append(f"- {method} {code(cut)}")
         if len(found) > NET_CALLS:
             lines.append(f"- … {len(found) - NET_CALLS} more")
     if other:
@@ -234,7 +256,7 @@ def describe(
 ) -> list[str]:
     """What keeping this exact version allows, how to read it, and what changed."""
     lines = [
-        f"me.{target}({params(spec.schema)}) — {spec.description}",
+        f"me.{target}({params(spec.schema)}) — {said(spec.description)}",
         *capabilities(spec)[1:],
         *code_lines(spec, f"/tool show {spec.name}"),
     ]

@@ -50,8 +50,8 @@ async def test_a_first_draft_with_a_secret_can_be_read_before_yes(
 
     offer = await chat.say("/tool save open_prs")
     assert "📖 Read its code before you say yes: /tool show open_prs" in offer.text
-    assert "- POST https://api.github.com/gists" in offer.text
-    assert "- GET https://api.github.com/repos/…/pulls" in offer.text
+    assert "- POST `https://api.github.com/gists`" in offer.text
+    assert "- GET `https://api.github.com/repos/…/pulls`" in offer.text
 
     shown = await chat.say("/tool show open_prs")
     assert shown.text.startswith("Draft open_prs v1 — NOT SAVED")

@@ -177,7 +177,7 @@ async def test_tool_save_shows_what_the_person_consents_to(roost: Roost) -> None
     script(roost, [create("poke", source, "Poke it")], "ok")
     await roost.core.handle(web_msg("make poke", 1))
     saved = (await keep(lambda t: roost.core.handle(web_msg(t, 2)), "poke")).text
-    assert saved.startswith("Saved me.poke(word: string) — Poke it")
+    assert saved.startswith("Saved me.poke(word: string) — `Poke it`")
     assert "It may read these vault secrets: poke_api_key" in saved
     hosts = "api.open-meteo.com"
     assert f"It may call these network hosts: {hosts}" in saved
