@@ -80,3 +80,13 @@ def test_any_backticks_in_code_read_back_as_written(seed: int) -> None:
         codes, outside = whatsapp_reads(message)
         assert [c.replace(JOIN, "") for c in codes] == [code], (code, message)
         assert outside.replace(JOIN, "") == "text\n\nafter *b*", (code, message)
+
+
+def test_a_link_address_cannot_open_a_block() -> None:
+    """A link is written as its text and its address: three backticks in the
+    address (an <…> destination keeps them raw) would open a block reaching
+    over roost's next lines. (Single backticks of plain text can still pair as
+    inline code on WhatsApp: its format has no escape.)"""
+    (message,) = chunks("see [docs](<https://e.org/```x y>) then\n\n**roost's own**")
+    assert "```" not in message, message
+    assert message.replace(JOIN, "") == "see docs (https://e.org/```x y) then\n\n*roost's own*"

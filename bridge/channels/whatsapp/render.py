@@ -22,6 +22,7 @@ count against the limit: a piece they push past it is split again, smaller.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from bridge.channels.common.text import Entity, Rendered, render, split, utf16_len
@@ -31,6 +32,7 @@ MARKS = {"bold": "*", "italic": "_", "strikethrough": "~", "code": "`"}
 BLOCK = "```"
 TICK = "`"
 JOIN = "\u2060"  # WORD JOINER: invisible; written between two backticks that are not one marker
+_RUN = re.compile("``+")
 QUOTE = "> "
 NO_SPAN_CAP = 1 << 30  # WhatsApp has no cap on formatted spans per message (Telegram: 100)
 
@@ -132,44 +134,40 @@ def _written(text: str, pairs: list[_Pair], prefixes: set[int]) -> str:
     for k, pair in enumerate(pairs):
         opens.setdefault(pair.start, []).append((k, pair))
         closes.setdefault(pair.end, []).append((k, pair))
-    out = _Out()
+    out: list[str] = []
     for i in range(len(text) + 1):
         # inner ones close first; of two over the same text, the one opened last
         for _, pair in sorted(closes.get(i, ()), key=lambda kp: (-kp[1].start, -kp[0])):
-            out.mark(pair.closer) if pair.opener == pair.closer else out.text(pair.closer)
+            out.append(pair.closer)
         if i in prefixes:
-            out.text(QUOTE)
+            out.append(QUOTE)
         # outer ones open first; of two over the same text, in the order of the spans
         for _, pair in sorted(opens.get(i, ()), key=lambda kp: (-kp[1].end, kp[0])):
-            out.mark(pair.opener)
+            out.append(pair.opener)
         if i < len(text):
-            out.text(text[i])
-    return "".join(out.parts)
+            out.append(text[i])
+    written = "".join(out)
+    return written if TICK not in written else _apart(out)
 
 
-class _Out:
-    """What is written, with no backtick run but the markers: WhatsApp has no escape,
-    and its code ends at the next ``` (or `), so a backtick of the text next to
-    another one (in a tool's code, a URL, after a marker) gets a JOIN before it. The
-    code reads as written; nothing in it can close its block and format what
-    follows as roost's own text (session 47)."""
-
-    def __init__(self) -> None:
-        self.parts: list[str] = []
-        self._tick = False  # the last character written is a backtick
-
-    def mark(self, marker: str) -> None:
-        if marker.startswith(TICK) and self._tick:
-            self.parts.append(JOIN)
-        self.parts.append(marker)
-        self._tick = marker.endswith(TICK) if marker else self._tick
-
-    def text(self, piece: str) -> None:
-        for ch in piece:
-            if ch == TICK and self._tick:
-                self.parts.append(JOIN)
-            self.parts.append(ch)
-            self._tick = ch == TICK
+def _apart(parts: list[str]) -> str:
+    """`parts` written with no backtick run but the markers: WhatsApp has no escape
+    and ends code at the next ``` (or `), so a backtick of the text next to another
+    one (in a tool's code, a URL, beside a marker) gets a JOIN before it. The code
+    reads as written; nothing in it can close its block and format what follows as
+    roost's own text (session 47). A part is a marker (`, ```), one character of the
+    text, or a link's address (" (https://…)") whose own runs are set apart too."""
+    for k in [k for k, part in enumerate(parts) if TICK in part]:
+        part = parts[k]
+        if len(part) > 1 and part != BLOCK:
+            part = _RUN.sub(lambda run: JOIN.join(run.group()), part)
+        j = k - 1
+        while j >= 0 and not parts[j]:  # a link's opener is ""
+            j -= 1
+        if part[0] == TICK and j >= 0 and parts[j][-1] == TICK:
+            part = JOIN + part
+        parts[k] = part
+    return "".join(parts)
 
 
 __all__ = ["LIMIT", "Entity", "chunks", "to_whatsapp"]
