@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import itertools
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -108,10 +109,11 @@ def said(description: str) -> str:
 def short_diff(old: str, new: str, name: str, limit: int = DIFF_LINES) -> str:
     """The changed lines (`-` old, `+` new, no context), at most `limit`, each cut;
     the rest is read with `/tool show NAME`."""
-    lines = [
+    diff = difflib.unified_diff(old.splitlines(), new.splitlines(), n=0, lineterm="")
+    lines = [  # the two header lines dropped by place: a code line may start with ++ or --
         line if len(line) <= LINE_CHARS else line[: LINE_CHARS - 1] + "…"
-        for line in difflib.unified_diff(old.splitlines(), new.splitlines(), n=0, lineterm="")
-        if not line.startswith(("---", "+++", "@@"))
+        for line in itertools.islice(diff, 2, None)
+        if not line.startswith("@@")  # a hunk's range; a code line starts with - or +
     ]
     if not lines:
         return "(no line changed)"
