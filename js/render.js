@@ -7,8 +7,8 @@
  * ul, ol, li and span (for headings); the only attributes are class on code/span and
  * href/rel/target on a. Links are made only for http(s) URLs.
  *
- * Supported: ```lang fenced code blocks (an unclosed fence runs to the end,
- * which keeps a streaming reply stable), `inline code`, **bold**, __bold__,
+ * Supported: ```lang fenced code blocks (closed only by a fence at least as
+ * long; an unclosed fence runs to the end, which keeps a streaming reply stable), `inline code`, **bold**, __bold__,
  * *italics*, _italics_, [text](https://...), bare https://... URLs,
  * "# heading" lines, "- item" / "1. item" lists, and line breaks.
  */
@@ -32,10 +32,12 @@ const LINK_RE = new RegExp(`\\[([^\\]\\n]+)\\]\\((https?://${URL_BODY})\\)`, "gi
 const BARE_URL_RE = new RegExp(`\\bhttps?://${URL_BODY}`, "gi");
 const TRAILING_PUNCT_RE = /[.,;:!?*_~]+$/;
 
-// Opening fence on its own line (plus an optional language), the body, then
-// a closing fence on its own line or the end of the text.
+// Opening fence on its own line (three backticks or more, plus an optional
+// language), the body, then a closing fence at least as long on its own line, or
+// the end of the text (CommonMark 4.5: a tool's source shown in a longer fence
+// keeps its own ``` lines as code, session 47).
 const FENCE_RE =
-  /(?:^|\n)[ \t]*```[ \t]*([A-Za-z0-9_+.#-]*)[^\n]*(?:\n|$)([\s\S]*?)(?:(?:\n|(?<=\n))[ \t]*```[ \t]*(?:\n|$)|$)/g;
+  /(?:^|\n)[ \t]*(```+)[ \t]*([A-Za-z0-9_+.#-]*)[^\n]*(?:\n|$)([\s\S]*?)(?:(?:\n|(?<=\n))[ \t]*\1`*[ \t]*(?:\n|$)|$)/g;
 
 /** Render `text` (a reply, possibly partial while streaming) to HTML. */
 export function renderMarkdown(text) {
@@ -46,7 +48,7 @@ export function renderMarkdown(text) {
 
   // 1. Fenced code blocks: contents kept verbatim (already escaped).
   // The newlines around a block are consumed: <pre> breaks lines itself.
-  s = s.replace(FENCE_RE, (_m, lang, body) => {
+  s = s.replace(FENCE_RE, (_m, _fence, lang, body) => {
     const safe = lang.replace(/[^A-Za-z0-9_+-]/g, "");
     const cls = safe ? ` class="lang-${safe}"` : "";
     return keep(`<pre><code${cls}>${body}</code></pre>`);
