@@ -281,6 +281,10 @@ async def test_a_port_in_use_is_a_clear_error(home: Path, fake: FakeOpenAI) -> N
     await daemon.stop()
     assert code == 1
     assert "cannot listen on 127.0.0.1" in err and "ROOST_WEB__PORT" in err
+    assert (  # the setting by its file key too (a newcomer's roost.toml has [web] port)
+        "Another roost (or program) may use it: stop it or set [web] port (ROOST_WEB__PORT) "
+        "to a free one." in err
+    ), err
     assert "Traceback" not in err
 
 

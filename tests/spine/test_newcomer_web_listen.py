@@ -1,5 +1,7 @@
 """When the page cannot listen, `roost serve` names the setting to change (s47, as a newcomer).
 
+(The port-in-use case is asserted in test_daemon's test_a_port_in_use_is_a_clear_error.)
+
 A port in use said "set ROOST_WEB__PORT" to someone whose roost.toml has `[web] port`;
 a `[web] host` this machine does not have (an address copied from another machine)
 said "Address not available" and then the same advice about the port. Each now names
@@ -11,22 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.fakes.fake_openai import FakeOpenAI
-from tests.spine.test_daemon import env_for, fake, run, start_daemon
+from tests.spine.test_daemon import env_for, fake, run
 
 __all__ = ["fake"]  # the fixture, imported for the tests below
-
-
-async def test_a_port_in_use_names_the_port_setting(home: Path, fake: FakeOpenAI) -> None:
-    env = env_for(home, fake)
-    daemon = await start_daemon(env)
-    second = {**env, "ROOST_WEB__PORT": str(daemon.port), "ROOST_HOME": str(home) + "-second"}
-    code, _, err = await run(["serve"], second)
-    await daemon.stop()
-    assert code == 1
-    assert (
-        "Another roost (or program) may use it: stop it or set [web] port (ROOST_WEB__PORT) "
-        "to a free one." in err
-    ), err
 
 
 async def test_an_address_not_on_this_machine_names_the_host_setting(
